@@ -1,0 +1,77 @@
+"""Errors raised while lowering FX graphs to StableHLO.
+
+Every error names what could not be lowered and where it came from in the
+user's program (the FX node's stack trace), so a user can find the line.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+
+class LoweringError(RuntimeError):
+    """A graph could not be lowered to StableHLO."""
+
+
+class UnsupportedOpError(LoweringError):
+    """An ATen op has no lowering to StableHLO on this compiler.
+
+    Attributes: ``op`` (e.g. ``"aten.foo.default"``), ``input_types`` (one
+    ``"f32[2, 3]"``-style string per tensor operand) and ``source`` (the user's
+    source line, when the FX node recorded one).
+    """
+
+    def __init__(self, op: str, input_types: Sequence[str] = (), source: str | None = None,
+                 detail: str | None = None):
+        self.op = op
+        self.input_types = list(input_types)
+        self.source = source
+        self.detail = detail
+        message = f"no lowering to StableHLO for {op}"
+        if self.input_types:
+            message += f" with inputs ({', '.join(self.input_types)})"
+        if source:
+            message += f"\n  from user code:\n{_indent(source)}"
+        if detail:
+            message += f"\n  compiler said: {detail}"
+        super().__init__(message)
+
+
+class DynamicShapeError(LoweringError):
+    """The graph has symbolic (dynamic) shapes, which the NEFF format cannot express."""
+
+
+def describe_value(value: object) -> str:
+    """Short type string for an FX value: ``f32[2, 3]`` for tensors, the type name otherwise."""
+    if isinstance(value, torch.Tensor):
+        dims = ", ".join(str(d) for d in value.shape)
+        return f"{short_dtype(value.dtype)}[{dims}]"
+    if isinstance(value, (list, tuple)):
+        return "(" + ", ".join(describe_value(v) for v in value) + ")"
+    return type(value).__name__
+
+
+_SHORT_DTYPES = {
+    torch.float32: "f32", torch.float64: "f64", torch.float16: "f16", torch.bfloat16: "bf16",
+    torch.int64: "i64", torch.int32: "i32", torch.int16: "i16", torch.int8: "i8",
+    torch.uint8: "u8", torch.bool: "bool", torch.complex64: "c64",
+}
+
+
+def short_dtype(dtype: torch.dtype) -> str:
+    return _SHORT_DTYPES.get(dtype, str(dtype).removeprefix("torch."))
+
+
+def node_source(node: torch.fx.Node) -> str | None:
+    """The last frame of the user's code that produced ``node``, if recorded."""
+    trace = node.meta.get("stack_trace")
+    if not trace:
+        return None
+    lines = [line for line in trace.strip().splitlines() if line.strip()]
+    return "\n".join(lines[-2:])
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines())

@@ -1,0 +1,141 @@
+"""FX (ATen) graph -> torch-mlir ``torch`` dialect, through torch-mlir's FX importer.
+
+Before import the graph is normalised so that the program has a plain
+signature: every tensor the graph reads is a function argument (constants held
+by the module become *weights*, never inline literals), and ``None`` outputs
+(gradients of inputs that need none) are dropped and remembered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import torch.fx
+from torch_mlir import ir
+from torch_mlir.dialects import torch as torch_d
+from torch_mlir.extras.fx_importer import FxImporter
+
+from .errors import DynamicShapeError, LoweringError
+
+
+@dataclass
+class ArgumentInfo:
+    """One argument of the imported function."""
+
+    name: str
+    kind: str  # "input" (given at run time) or "weight" (data known at compile time)
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+
+
+@dataclass
+class PreparedGraph:
+    """A graph ready for import and what the runtime needs to call it."""
+
+    graph_module: torch.fx.GraphModule
+    arguments: list[ArgumentInfo]
+    weights: dict[str, torch.Tensor] = field(default_factory=dict)
+    output_count: int = 0          # outputs of the original graph, None ones included
+    none_outputs: tuple[int, ...] = ()  # positions of the outputs that are None
+
+
+def prepare_graph(
+    gm: torch.fx.GraphModule,
+    weights: dict[str, torch.Tensor] | None = None,
+) -> PreparedGraph:
+    """Normalise a copy of ``gm`` for import (``gm`` itself is left as it was).
+
+    ``weights`` maps placeholder names to values known at compile time (a
+    ``torch.export`` program's parameters and buffers); those placeholders
+    become weight arguments.
+    """
+    weights = dict(weights or {})
+    graph = torch.fx.Graph()
+    output = graph.graph_copy(gm.graph, {}, return_output_node=True)
+    graph.output(output[0] if isinstance(output, tuple) else output)
+    gm = torch.fx.GraphModule(gm, graph)
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    last_placeholder = placeholders[-1] if placeholders else None
+
+    for node in list(graph.nodes):
+        if node.op != "get_attr":
+            continue
+        value = _fetch_attr(gm, node.target)
+        if not isinstance(value, torch.Tensor):
+            continue
+        name = _safe_name(str(node.target))
+        with graph.inserting_after(last_placeholder) if last_placeholder else graph.inserting_before(
+            next(iter(graph.nodes))
+        ):
+            replacement = graph.placeholder(name)
+        replacement.meta["val"] = _fake_like(value, node)
+        node.replace_all_uses_with(replacement)
+        graph.erase_node(node)
+        last_placeholder = replacement
+        weights[name] = value.detach()
+
+    arguments = []
+    for node in graph.nodes:
+        if node.op != "placeholder":
+            continue
+        value = node.meta.get("val")
+        if not isinstance(value, torch.Tensor):
+            raise DynamicShapeError(
+                f"graph input {node.name!r} is {type(value).__name__}, not a tensor; symbolic "
+                "sizes and Python scalars as graph inputs are not supported (compile with "
+                "dynamic=False, or pass tensors)"
+            )
+        _check_static(node.name, value)
+        kind = "weight" if node.name in weights else "input"
+        arguments.append(ArgumentInfo(node.name, kind, tuple(value.shape), value.dtype))
+
+    output_node = next(n for n in reversed(graph.nodes) if n.op == "output")
+    results = output_node.args[0]
+    if not isinstance(results, (tuple, list)):
+        results = (results,)
+    none_outputs = tuple(i for i, r in enumerate(results) if r is None)
+    for i, r in enumerate(results):
+        if r is None:
+            continue
+        if not isinstance(r, torch.fx.Node) or not isinstance(r.meta.get("val"), torch.Tensor):
+            raise LoweringError(f"graph output {i} is {r!r}, not a tensor")
+        _check_static(f"output {i}", r.meta["val"])
+    output_node.args = (tuple(r for r in results if r is not None),)
+    graph.eliminate_dead_code()
+    return PreparedGraph(gm, arguments, weights, len(results), none_outputs)
+
+
+def import_graph(prepared: PreparedGraph, context: ir.Context | None = None) -> ir.Module:
+    """Import a prepared graph as ``func.func @main`` in the raw torch dialect."""
+    context = context or ir.Context()
+    torch_d.register_dialect(context)
+    importer = FxImporter(context=context)
+    importer.import_stateless_graph(prepared.graph_module.graph, func_name="main")
+    return importer.module
+
+
+def _check_static(what: str, value: torch.Tensor) -> None:
+    if any(not isinstance(d, int) for d in value.shape):
+        raise DynamicShapeError(
+            f"{what} has symbolic shape {tuple(value.shape)}; the NEFF format needs static "
+            "shapes (compile with dynamic=False)"
+        )
+
+
+def _fetch_attr(gm: torch.nn.Module, target: str):
+    value = gm
+    for part in target.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def _fake_like(value: torch.Tensor, node: torch.fx.Node):
+    existing = node.meta.get("val")
+    if isinstance(existing, torch.Tensor):
+        return existing
+    return value.detach()
+
+
+def _safe_name(name: str) -> str:
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in name)

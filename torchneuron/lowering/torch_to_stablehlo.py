@@ -1,0 +1,121 @@
+"""torch dialect -> StableHLO, through torch-mlir's pass pipelines.
+
+Two steps, each a stage of its own: the raw import is simplified to torch-mlir's
+"backend contract" form (``torch`` stage), then converted to StableHLO
+(``stablehlo`` stage). A failure to legalize an ATen op becomes an
+``UnsupportedOpError`` naming the op, its operands and the user's source line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+import tempfile
+import types
+
+import torch.fx
+from torch_mlir import ir
+from torch_mlir.passmanager import PassManager
+
+from .errors import LoweringError, UnsupportedOpError, describe_value, node_source
+
+TORCH_BACKEND_PIPELINE = (
+    "builtin.module(func.func(torch-match-quantized-custom-ops),"
+    "torchdynamo-export-to-torch-backend-pipeline{ extra-library=})"
+)
+STABLEHLO_PIPELINE = "builtin.module(torch-backend-to-stablehlo-backend-pipeline)"
+
+_ILLEGAL_OP = re.compile(r"failed to legalize operation '([\w.]+)'")
+_OPAQUE_OP = re.compile(r'name = "(torch\.aten\.[\w.]+)"')
+_LEFTOVER_ATEN_OP = re.compile(r"\b(torch\.aten\.[\w.]+)\b")
+
+
+def lower_to_torch_backend(module: ir.Module, graph: torch.fx.Graph | None = None) -> None:
+    """Raw torch dialect -> torch backend contract, in place."""
+    _run(module, TORCH_BACKEND_PIPELINE, "torch", graph)
+
+
+def lower_to_stablehlo(module: ir.Module, graph: torch.fx.Graph | None = None) -> None:
+    """Torch backend contract -> StableHLO, in place."""
+    _run(module, STABLEHLO_PIPELINE, "stablehlo", graph)
+
+
+def _run(module: ir.Module, pipeline: str, stage: str, graph: torch.fx.Graph | None) -> None:
+    with captured_native_stderr() as captured:
+        try:
+            with module.context as ctx:
+                ctx.emit_error_diagnostics = True
+                PassManager.parse(pipeline).run(module.operation)
+            return
+        except Exception as exc:  # the bindings raise a generic MLIRError
+            error = exc
+    diagnostics = f"{captured.text}\n{error}"
+    raise _explain(diagnostics, stage, module, graph) from None
+
+
+@contextlib.contextmanager
+def captured_native_stderr():
+    """Capture what native code writes to file descriptor 2 (MLIR diagnostics).
+
+    Yields an object whose ``text`` holds the capture once the block exits.
+    """
+    result = types.SimpleNamespace(text="")
+    sys.stderr.flush()
+    with tempfile.TemporaryFile(mode="w+b") as sink:
+        saved = os.dup(2)
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield result
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            result.text = sink.read().decode("utf-8", "replace")
+
+
+def _explain(diagnostics: str, stage: str, module: ir.Module, graph) -> LoweringError:
+    # The op named in the diagnostic may be a by-product (a stray torch.constant)
+    # of the real culprit: an ATen op still in the partly converted module.
+    text = str(module)
+    match = (
+        _OPAQUE_OP.search(diagnostics)
+        or _OPAQUE_OP.search(text)
+        or _LEFTOVER_ATEN_OP.search(text)
+        or _ILLEGAL_OP.search(diagnostics)
+    )
+    if match:
+        mlir_name = match.group(1)  # e.g. torch.aten.foo
+        op = mlir_name.removeprefix("torch.")
+        node = _find_node(graph, op)
+        if node is not None:
+            values = [a.meta.get("val") for a in node.all_input_nodes]
+            return UnsupportedOpError(
+                str(node.target),
+                [describe_value(v) for v in values],
+                node_source(node),
+                detail=_first_error_line(diagnostics),
+            )
+        return UnsupportedOpError(op, detail=_first_error_line(diagnostics))
+    return LoweringError(f"lowering to the {stage} stage failed:\n{diagnostics.strip()}")
+
+
+def _find_node(graph, op: str):
+    """The first FX node calling ``op`` (``aten.foo`` matches ``aten.foo.default``)."""
+    if graph is None:
+        return None
+    for node in graph.nodes:
+        if node.op != "call_function":
+            continue
+        target = str(node.target)
+        if target == op or target.rsplit(".", 1)[0] == op:
+            return node
+    return None
+
+
+def _first_error_line(diagnostics: str) -> str:
+    for line in diagnostics.splitlines():
+        if "error:" in line:
+            return line.strip()[:300]
+    return diagnostics.strip().splitlines()[0] if diagnostics.strip() else ""
