@@ -1,0 +1,6 @@
+"""The one error type raised for every NEFF problem: bad input at write time, and
+truncated, corrupted or foreign files at read time."""
+
+
+class NeffError(Exception):
+    """A NEFF could not be written or read; the message says what is wrong and where."""

@@ -1,0 +1,373 @@
+"""Reading NEFF bytes or files back into a ``Neff``, trusting nothing.
+
+Before anything else the reader checks the header: length, ``header_size``, known
+package and format versions, ``data_size`` against the bytes present, the tarball's
+sha256 against the header hash, and the content-derived uuid. Only then does it open
+the tarball, and even then safely: decompression is capped, members must be regular
+files with relative paths free of ``..``, counts and sizes are capped, and each weight
+file is checked against the index (size, sha256) before ``np.frombuffer`` turns it into
+an array. Nothing is ever unpickled. Every failure raises ``NeffError``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tarfile
+import zlib
+from pathlib import Path
+from typing import Any
+
+from torchneuron.neff.container import (
+    DEFINITION_PATH,
+    MANIFEST_PATH,
+    PROGRAM_PATH,
+    REQUIRED_MEMBERS,
+    WEIGHT_INDEX_PATH,
+    Neff,
+    check_weight_variables,
+    is_reserved_member,
+)
+from torchneuron.neff.errors import NeffError
+from torchneuron.neff.header import (
+    HEADER_SIZE,
+    KNOWN_NEFF_MAJOR_VERSIONS,
+    KNOWN_PKG_VERSIONS,
+    NeffHeader,
+    decode_header,
+    header_uuid,
+    unpack_header_fields,
+)
+from torchneuron.neff.weights import WEIGHTS_DIR, check_index_entry, decode_weight
+
+MAX_MEMBERS = 100_000
+DEFAULT_MAX_TOTAL_BYTES = 64 << 30  # 64 GiB of member data: a whole Trainium2 chip's worth
+MAX_JSON_BYTES = 256 << 20
+_TAR_OVERHEAD_PER_MEMBER = 2048  # a member header plus a possible PAX header
+_GZIP_MAGIC = b"\x1f\x8b"
+_DECOMPRESS_CHUNK = 1 << 22
+
+
+def read_neff(
+    source: bytes | bytearray | memoryview | str | os.PathLike[str],
+    *,
+    max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES,
+) -> Neff:
+    """Read a NEFF from bytes or from a file path, checking everything before use.
+
+    Weight arrays are views into one buffer that holds the tarball (no per-weight copy);
+    they are writable. Raises ``NeffError`` naming the problem (and the file, when
+    reading from a path).
+    """
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        try:
+            data = _read_file(path)
+        except OSError as error:
+            raise NeffError(f"cannot read NEFF file {path}: {error.strerror or error}") from None
+        try:
+            return parse_neff(data, max_total_bytes=max_total_bytes)
+        except NeffError as error:
+            raise NeffError(f"{path}: {error}") from None
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return parse_neff(source, max_total_bytes=max_total_bytes)
+    raise NeffError(f"read_neff expects bytes or a file path, got {type(source).__name__}")
+
+
+def _read_file(path: Path) -> bytearray:
+    # A bytearray (not bytes) so the weight arrays viewing it are writable.
+    with open(path, "rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        data = bytearray(size)
+        filled = 0
+        with memoryview(data) as view:
+            while filled < size:
+                count = file.readinto(view[filled:])
+                if not count:
+                    break
+                filled += count
+    del data[filled:]  # the file shrank while we read it: the header check will say so
+    return data
+
+
+def check_header(data: memoryview) -> NeffHeader:
+    """All checks that need only the header and the hash: run before touching the tarball."""
+    size = len(data)
+    if size == 0:
+        raise NeffError("empty file: not a NEFF (a NEFF starts with a 1024-byte header)")
+    if size < HEADER_SIZE:
+        raise NeffError(
+            f"truncated or not a NEFF: the file is {size} bytes, shorter than the "
+            f"{HEADER_SIZE}-byte NEFF header"
+        )
+    fields = unpack_header_fields(data[:HEADER_SIZE])
+    if fields["header_size"] != HEADER_SIZE:
+        raise NeffError(
+            f"not a NEFF file (header_size field is {fields['header_size']}, expected {HEADER_SIZE})"
+        )
+    if fields["pkg_version"] not in KNOWN_PKG_VERSIONS:
+        raise NeffError(
+            f"unsupported NEFF package version {fields['pkg_version']} (this reader knows "
+            f"{', '.join(map(str, sorted(KNOWN_PKG_VERSIONS)))}): the file was written by "
+            "another packager, or its header is corrupted"
+        )
+    major, minor = fields["neff_version_major"], fields["neff_version_minor"]
+    if major not in KNOWN_NEFF_MAJOR_VERSIONS:
+        raise NeffError(
+            f"unsupported NEFF major version {major} (file says version {major}.{minor}; this "
+            f"reader knows major {', '.join(map(str, sorted(KNOWN_NEFF_MAJOR_VERSIONS)))}): "
+            "written by a different compiler or a newer torchneuron"
+        )
+    data_size, present = fields["data_size"], size - HEADER_SIZE
+    if data_size > present:
+        raise NeffError(
+            f"truncated NEFF: header says {data_size} data bytes, file has {present}"
+        )
+    if data_size < present:
+        raise NeffError(
+            f"trailing bytes after NEFF data: header says {data_size} data bytes, file has {present}"
+        )
+    digest = hashlib.sha256(data[HEADER_SIZE:]).digest()
+    if digest != fields["hash"]:
+        raise NeffError(
+            f"corrupted NEFF: sha256 of the {data_size}-byte tarball is {digest.hex()}, "
+            f"header hash says {fields['hash'].hex()}"
+        )
+    expected_uuid = header_uuid(bytes(data[:HEADER_SIZE]))
+    if expected_uuid != fields["uuid"]:
+        raise NeffError(
+            f"corrupted NEFF header: uuid field is {fields['uuid'].hex()}, but the header "
+            f"contents give {expected_uuid.hex()}"
+        )
+    header = decode_header(fields)
+    if header.lnc_size not in (1, 2):
+        raise NeffError(f"invalid NEFF header: lnc_size is {header.lnc_size}, expected 1 or 2")
+    if header.num_tpb < 1:
+        raise NeffError(f"invalid NEFF header: num_tpb is {header.num_tpb}, expected at least 1")
+    return header
+
+
+def parse_neff(
+    data: bytes | bytearray | memoryview, *, max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES
+) -> Neff:
+    """``read_neff`` for bytes already in memory."""
+    view = memoryview(data).cast("B")
+    header = check_header(view)
+    compression, tarball = _decompress(view[HEADER_SIZE:], max_total_bytes)
+    members = _list_members(tarball, max_total_bytes)
+    return _build_neff(header, compression, tarball, members)
+
+
+def _tar_size_cap(max_total_bytes: int) -> int:
+    return max_total_bytes + _TAR_OVERHEAD_PER_MEMBER * (MAX_MEMBERS + 10)
+
+
+def _decompress(stored: memoryview, max_total_bytes: int) -> tuple[str, memoryview]:
+    """The uncompressed tar bytes, as a writable buffer, and the compression found."""
+    if bytes(stored[:2]) != _GZIP_MAGIC:
+        # Weight arrays are views into this buffer: copy once if the caller's is read-only.
+        return "none", (stored if not stored.readonly else memoryview(bytearray(stored)))
+    cap = _tar_size_cap(max_total_bytes)
+    decompressor = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # gzip framing, CRC checked
+    output = bytearray()
+    position = 0
+    try:
+        while not decompressor.eof:
+            if decompressor.unconsumed_tail:
+                chunk = decompressor.unconsumed_tail
+            elif position < len(stored):
+                chunk = stored[position : position + _DECOMPRESS_CHUNK]
+                position += len(chunk)
+            else:
+                break
+            output += decompressor.decompress(chunk, _DECOMPRESS_CHUNK)
+            if len(output) > cap:
+                raise NeffError(
+                    f"tarball expands beyond {cap} bytes (max_total_bytes={max_total_bytes}); "
+                    "refusing to decompress further"
+                )
+    except zlib.error as error:
+        raise NeffError(f"tarball is not valid gzip data ({error})") from None
+    if not decompressor.eof:
+        raise NeffError("gzip stream of the tarball ends early: the tarball is truncated")
+    if decompressor.unused_data or position < len(stored):
+        raise NeffError("unexpected bytes after the end of the gzip-compressed tarball")
+    return "gzip", memoryview(output)
+
+
+class _BufferFile(io.RawIOBase):
+    """A seekable read-only file over a buffer, so tarfile can parse it without a copy."""
+
+    def __init__(self, buffer: memoryview) -> None:
+        self._view = buffer
+        self._position = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, target: Any) -> int:
+        count = max(0, min(len(target), len(self._view) - self._position))
+        target[:count] = self._view[self._position : self._position + count]
+        self._position += count
+        return count
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: len(self._view)}[whence]
+        self._position = max(0, base + offset)
+        return self._position
+
+    def tell(self) -> int:
+        return self._position
+
+
+def _member_kind(info: tarfile.TarInfo) -> str:
+    if info.isdir():
+        return "a directory"
+    if info.issym():
+        return "a symbolic link"
+    if info.islnk():
+        return "a hard link"
+    if info.ischr() or info.isblk():
+        return "a device"
+    if info.isfifo():
+        return "a FIFO"
+    if info.issparse():
+        return "a sparse file"
+    return f"of tar type {info.type!r}"
+
+
+def _check_member_path(path: str) -> str:
+    parts = path.split("/")
+    if (
+        path.startswith("/")
+        or "\\" in path
+        or any(part in ("", ".", "..") for part in parts)
+        or any(ord(char) < 0x20 for char in path)
+    ):
+        raise NeffError(
+            f"unsafe path in tarball: member {path!r} (absolute paths, '..', '.', empty "
+            "components, backslashes and control characters are not allowed)"
+        )
+    return path
+
+
+def _list_members(tarball: memoryview, max_total_bytes: int) -> dict[str, tuple[int, int]]:
+    """path -> (data offset, size) for every member, after the safety checks."""
+    members: dict[str, tuple[int, int]] = {}
+    total = 0
+    try:
+        with tarfile.open(fileobj=_BufferFile(tarball), mode="r:") as tar:
+            while (info := tar.next()) is not None:
+                if len(members) >= MAX_MEMBERS:
+                    raise NeffError(f"tarball has more than {MAX_MEMBERS} members")
+                path = _check_member_path(info.name)
+                if not info.isreg() or info.issparse():
+                    raise NeffError(
+                        f"tarball member {path!r} is {_member_kind(info)}; only regular files "
+                        "are allowed"
+                    )
+                if path in members:
+                    raise NeffError(f"tarball has member {path!r} twice")
+                total += info.size
+                if total > max_total_bytes:
+                    raise NeffError(
+                        f"tarball members hold more than {max_total_bytes} bytes "
+                        f"(max_total_bytes); refusing to read {path!r}"
+                    )
+                end = info.offset_data + info.size
+                if end > len(tarball):
+                    raise NeffError(
+                        f"tarball member {path!r} is cut short: its {info.size} bytes end at "
+                        f"offset {end}, the tarball has {len(tarball)}"
+                    )
+                members[path] = (info.offset_data, info.size)
+    except (tarfile.TarError, EOFError, UnicodeError, ValueError, OSError) as error:
+        raise NeffError(f"tarball is not a valid tar archive ({error})") from None
+    return members
+
+
+def _load_json(tarball: memoryview, members: dict[str, tuple[int, int]], path: str) -> Any:
+    offset, size = members[path]
+    if size > MAX_JSON_BYTES:
+        raise NeffError(f"{path} is {size} bytes, more than the {MAX_JSON_BYTES}-byte limit")
+    try:
+        return json.loads(bytes(tarball[offset : offset + size]).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        raise NeffError(f"{path} is not valid JSON: {error}") from None
+
+
+def _load_json_object(tarball: memoryview, members: dict[str, tuple[int, int]], path: str) -> dict:
+    value = _load_json(tarball, members, path)
+    if not isinstance(value, dict):
+        raise NeffError(f"{path} must hold a JSON object, found {type(value).__name__}")
+    return value
+
+
+def _build_neff(
+    header: NeffHeader, compression: str, tarball: memoryview, members: dict[str, tuple[int, int]]
+) -> Neff:
+    for path in REQUIRED_MEMBERS:
+        if path not in members:
+            raise NeffError(f"tarball lacks the required member {path}")
+    manifest = _load_json_object(tarball, members, MANIFEST_PATH)
+    definition = _load_json_object(tarball, members, DEFINITION_PATH)
+    index = _load_json_object(tarball, members, WEIGHT_INDEX_PATH)
+    entries = index.get("weights")
+    if not isinstance(entries, list):
+        raise NeffError(f"{WEIGHT_INDEX_PATH} must have a 'weights' list")
+    if index.get("byte_order", "little") != "little":
+        raise NeffError(f"{WEIGHT_INDEX_PATH} has byte_order {index['byte_order']!r}, expected 'little'")
+
+    weights = {}
+    entries_by_file = {}
+    for entry in entries:
+        name, dtype, shape, size = check_index_entry(entry, WEIGHT_INDEX_PATH)
+        if name in weights:
+            raise NeffError(f"{WEIGHT_INDEX_PATH} lists weight {name!r} twice")
+        file = entry["file"]
+        if file not in members:
+            raise NeffError(f"{WEIGHT_INDEX_PATH} lists weight {name!r}, but the tarball has no {file}")
+        offset, stored_size = members[file]
+        if stored_size != size:
+            raise NeffError(
+                f"weight file {file} is {stored_size} bytes, but {WEIGHT_INDEX_PATH} says "
+                f"{size} ({entry['dtype']}{list(shape)})"
+            )
+        digest = hashlib.sha256(tarball[offset : offset + size]).hexdigest()
+        if digest != entry["sha256"]:
+            raise NeffError(
+                f"weight file {file} is corrupted: sha256 is {digest}, {WEIGHT_INDEX_PATH} "
+                f"says {entry['sha256']}"
+            )
+        weights[name] = decode_weight(tarball, offset, dtype, shape)
+        entries_by_file[file] = entry
+    for path in members:
+        if path.startswith(WEIGHTS_DIR) and path not in entries_by_file:
+            raise NeffError(f"tarball member {path} is not listed in {WEIGHT_INDEX_PATH}")
+    check_weight_variables(definition, entries_by_file, DEFINITION_PATH)
+
+    program_offset, program_size = members[PROGRAM_PATH]
+    extra_files = {
+        path: bytes(tarball[offset : offset + size])
+        for path, (offset, size) in members.items()
+        if not is_reserved_member(path)
+    }
+    return Neff(
+        name=header.name,
+        manifest=manifest,
+        definition=definition,
+        program=bytes(tarball[program_offset : program_offset + program_size]),
+        weights=weights,
+        num_tpb=header.num_tpb,
+        lnc_size=header.lnc_size,
+        build_version=header.build_version,
+        feature_bits=header.feature_bits,
+        extra_files=extra_files,
+        compression=compression,
+        header=header,
+    )

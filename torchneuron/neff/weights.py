@@ -1,0 +1,147 @@
+"""Weight tensors as raw little-endian files plus a JSON index.
+
+Each weight is stored as ``sg00/weights/<name>.bin`` holding exactly the array's
+elements in C order, little-endian, with no header. The index ``sg00/weights.json``
+records, per weight, its dtype name, shape, byte size and sha256, so a reader can check
+every file before use and rebuild arrays with ``np.frombuffer`` (never pickle).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import sys
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from torchneuron.neff.errors import NeffError
+
+WEIGHTS_DIR = "sg00/weights/"
+WEIGHT_FILE_SUFFIX = ".bin"
+
+# The dtypes a weight may have, by the name written in the index. Names are numpy's
+# (and ml_dtypes') own names so that ``np.dtype(name)``-style tooling recognises them.
+WEIGHT_DTYPES: dict[str, np.dtype] = {
+    "bool": np.dtype(np.bool_),
+    "uint8": np.dtype(np.uint8),
+    "uint16": np.dtype(np.uint16),
+    "uint32": np.dtype(np.uint32),
+    "uint64": np.dtype(np.uint64),
+    "int8": np.dtype(np.int8),
+    "int16": np.dtype(np.int16),
+    "int32": np.dtype(np.int32),
+    "int64": np.dtype(np.int64),
+    "float16": np.dtype(np.float16),
+    "bfloat16": np.dtype(ml_dtypes.bfloat16),
+    "float32": np.dtype(np.float32),
+    "float64": np.dtype(np.float64),
+    "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
+    "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
+}
+_NAME_BY_DTYPE = {dtype: name for name, dtype in WEIGHT_DTYPES.items()}
+
+# A weight name becomes a file name inside the tarball: letters, digits, '_', '.', '-',
+# not starting with '.', so it can never be a path, '..' or a hidden file.
+WEIGHT_NAME_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}")
+
+
+def check_weight_name(name: object) -> str:
+    if not isinstance(name, str) or not WEIGHT_NAME_PATTERN.fullmatch(name):
+        raise NeffError(
+            f"weight name {name!r} is not a safe file name: use 1-128 characters from "
+            "[A-Za-z0-9_.-], not starting with '.'"
+        )
+    return name
+
+
+def weight_file_path(name: str) -> str:
+    """The tarball member that holds weight ``name`` (what def.json's ``file`` names)."""
+    return WEIGHTS_DIR + check_weight_name(name) + WEIGHT_FILE_SUFFIX
+
+
+def weight_dtype_name(dtype: np.dtype) -> str | None:
+    """The index name of ``dtype`` (any byte order), or None if it is not supported."""
+    if dtype.byteorder in "<>" and not dtype.isnative:
+        dtype = dtype.newbyteorder("=")
+    return _NAME_BY_DTYPE.get(dtype)
+
+
+def encode_weight(name: str, array: Any) -> tuple[dict[str, Any], bytes]:
+    """Index entry and raw little-endian bytes for one weight."""
+    check_weight_name(name)
+    if not isinstance(array, (np.ndarray, np.generic)):
+        raise NeffError(
+            f"weight {name!r} must be a numpy array, got {type(array).__name__} "
+            "(convert a torch tensor with .detach().cpu().numpy())"
+        )
+    dtype_name = weight_dtype_name(array.dtype)
+    if dtype_name is None:
+        raise NeffError(
+            f"weight {name!r} has dtype {array.dtype}, which a NEFF cannot store; "
+            f"supported: {', '.join(WEIGHT_DTYPES)}"
+        )
+    # np.asarray, not np.ascontiguousarray: the latter turns 0-d arrays into 1-d ones.
+    native = np.asarray(array, dtype=WEIGHT_DTYPES[dtype_name], order="C")
+    if sys.byteorder != "little":
+        native = native.byteswap()
+    data = native.tobytes()
+    entry = {
+        "name": name,
+        "dtype": dtype_name,
+        "shape": [int(dim) for dim in native.shape],
+        "size_bytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "file": weight_file_path(name),
+    }
+    return entry, data
+
+
+def check_index_entry(entry: object, where: str) -> tuple[str, np.dtype, tuple[int, ...], int]:
+    """Validate one index entry read from a file; return (name, dtype, shape, size)."""
+    if not isinstance(entry, dict):
+        raise NeffError(f"{where}: weight entry must be a JSON object, got {entry!r:.80}")
+    for key in ("name", "dtype", "shape", "size_bytes", "sha256", "file"):
+        if key not in entry:
+            raise NeffError(f"{where}: weight entry {entry.get('name')!r} lacks key {key!r}")
+    name = entry["name"]
+    try:
+        check_weight_name(name)
+    except NeffError as error:
+        raise NeffError(f"{where}: {error}") from None
+    dtype = WEIGHT_DTYPES.get(entry["dtype"]) if isinstance(entry["dtype"], str) else None
+    if dtype is None:
+        raise NeffError(f"{where}: weight {name!r} has unknown dtype {entry['dtype']!r}")
+    shape = entry["shape"]
+    if not isinstance(shape, list) or not all(
+        isinstance(dim, int) and not isinstance(dim, bool) and dim >= 0 for dim in shape
+    ):
+        raise NeffError(f"{where}: weight {name!r} has invalid shape {shape!r}")
+    size = entry["size_bytes"]
+    expected_size = math.prod(shape) * dtype.itemsize
+    if size != expected_size:
+        raise NeffError(
+            f"{where}: weight {name!r} claims {size!r} bytes, but {entry['dtype']}{shape} "
+            f"needs {expected_size}"
+        )
+    if entry["file"] != WEIGHTS_DIR + name + WEIGHT_FILE_SUFFIX:
+        raise NeffError(f"{where}: weight {name!r} names file {entry['file']!r}, "
+                        f"expected {WEIGHTS_DIR + name + WEIGHT_FILE_SUFFIX!r}")
+    if not isinstance(entry["sha256"], str):
+        raise NeffError(f"{where}: weight {name!r} has a non-string sha256")
+    return name, dtype, tuple(shape), size
+
+
+def decode_weight(
+    buffer: bytearray | memoryview, offset: int, dtype: np.dtype, shape: tuple[int, ...]
+) -> np.ndarray:
+    """The array stored at ``buffer[offset:]`` (a view: no copy on little-endian hosts)."""
+    count = math.prod(shape)
+    if count == 0:
+        return np.empty(shape, dtype=dtype)
+    array = np.frombuffer(buffer, dtype=dtype, count=count, offset=offset).reshape(shape)
+    if sys.byteorder != "little":
+        array = array.byteswap()
+    return array
