@@ -1,0 +1,184 @@
+"""The ``torch.compile(backend="neuron")`` backend.
+
+Dynamo hands over an FX graph; AOTAutograd splits it into forward and backward
+ATen graphs (with torch-mlir's decompositions); each is compiled to a NEFF by
+``compile_graph`` and run on the emulated NeuronCore. A graph that cannot be
+lowered runs on the CPU with a warning, or raises when
+``TORCHNEURON_NO_FALLBACK=1``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import warnings
+from typing import Any, Sequence
+
+import torch
+import torch.fx
+from torch._dynamo.backends.common import aot_autograd
+from torch._functorch.aot_autograd import make_boxed_func
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from torchneuron.lowering import LoweringError, decomposition_table
+
+from . import tensors
+from .pipeline import CompiledGraph, compile_graph
+
+_graph_ids = itertools.count()
+
+
+class NeuronBackendOptions:
+    """Options given as ``torch.compile(..., options={...})``."""
+
+    KNOWN = ("target", "pipeline", "dump_dir", "core")
+
+    def __init__(self, options: dict[str, Any] | None):
+        options = dict(options or {})
+        unknown = sorted(set(options) - set(self.KNOWN))
+        if unknown:
+            raise ValueError(
+                f"unknown option(s) for backend 'neuron': {', '.join(unknown)}; "
+                f"known: {', '.join(self.KNOWN)}"
+            )
+        self.target: str = options.get("target", os.environ.get(
+            "NEURON_PLATFORM_TARGET_OVERRIDE", "trn2"))
+        self.pipeline: str | None = options.get("pipeline")
+        self.dump_dir: str | None = options.get("dump_dir")
+        self.core: int = int(options.get("core", 0))
+
+
+def neuron_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options=None, **kw):
+    """The torch.compile backend entry point (registered as ``"neuron"``)."""
+    opts = NeuronBackendOptions(options or kw.get("options"))
+    graph_id = next(_graph_ids)
+
+    def compile_forward(fx_gm, fx_inputs):
+        return _compile_or_fallback(fx_gm, fx_inputs, f"graph{graph_id}_forward", opts)
+
+    def compile_backward(fx_gm, fx_inputs):
+        return _compile_or_fallback(fx_gm, fx_inputs, f"graph{graph_id}_backward", opts)
+
+    compiler = aot_autograd(
+        fw_compiler=compile_forward,
+        bw_compiler=compile_backward,
+        decompositions=decomposition_table(),
+    )
+    # The math attention kernel decomposes into ops with lowerings, and so does
+    # its backward; the fused CPU kernels do not.
+    with sdpa_kernel([SDPBackend.MATH]):
+        return compiler(gm, example_inputs)
+
+
+def fallback_disabled() -> bool:
+    return os.environ.get("TORCHNEURON_NO_FALLBACK", "0") not in ("", "0")
+
+
+def _compile_or_fallback(gm: torch.fx.GraphModule, example_inputs, name: str, opts):
+    if _has_symbolic_inputs(gm):
+        return make_boxed_func(ShapeSpecializingFunction(gm, name, opts))
+    try:
+        compiled = compile_graph(
+            gm, example_inputs, name=name, target=opts.target, pipeline=opts.pipeline,
+            dump_dir=opts.dump_dir,
+        )
+    except LoweringError as exc:
+        if fallback_disabled():
+            raise
+        warnings.warn(
+            f"torchneuron: graph {name} runs on the CPU, not on the NeuronCore, because it "
+            f"could not be compiled: {exc}\n(set TORCHNEURON_NO_FALLBACK=1 to make this an error)",
+            stacklevel=2,
+        )
+        return make_boxed_func(gm.forward)
+    return make_boxed_func(NeuronGraphFunction(compiled, opts.core))
+
+
+class NeuronGraphFunction:
+    """Calls a compiled NEFF with torch tensors; returns torch tensors like the FX graph would."""
+
+    def __init__(self, compiled: CompiledGraph, core: int = 0):
+        from torchneuron.runtime import load_neff
+
+        self.compiled = compiled
+        self.loaded = load_neff(compiled.neff, core=core)
+        self.none_outputs = set(compiled.none_outputs)
+        self.output_count = compiled.output_count
+
+    def __call__(self, *args):
+        device = _first_device(args)
+        arrays = [tensors.to_numpy(a) for a in args]
+        results = self.loaded.execute(arrays)
+        produced = iter(results)
+        outputs = []
+        for i in range(self.output_count):
+            if i in self.none_outputs:
+                outputs.append(None)
+                continue
+            tensor = tensors.from_numpy(next(produced))
+            outputs.append(tensor if device.type == "cpu" else tensor.to(device))
+        return outputs
+
+
+class ShapeSpecializingFunction:
+    """Runs a graph with symbolic sizes by compiling one NEFF per concrete shape.
+
+    A NEFF holds static shapes only, so at call time the graph is retraced with
+    the concrete inputs and compiled (then cached per shape signature).
+    """
+
+    def __init__(self, gm: torch.fx.GraphModule, name: str, opts):
+        self.gm = gm
+        self.name = name
+        self.opts = opts
+        self._by_shapes: dict[tuple, Any] = {}
+
+    def __call__(self, *args):
+        key = tuple(
+            (tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else (type(a), a)
+            for a in args
+        )
+        function = self._by_shapes.get(key)
+        if function is None:
+            function = self._specialize(args)
+            self._by_shapes[key] = function
+        tensor_args = [a for a in args if isinstance(a, torch.Tensor)]
+        return function(*tensor_args)
+
+    def _specialize(self, args):
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+
+        def with_constants(*tensor_args):
+            full = list(args)
+            for i, t in zip(positions, tensor_args):
+                full[i] = t
+            return self.gm(*full)
+
+        tensor_args = [args[i] for i in positions]
+        static_gm = make_fx(with_constants, tracing_mode="fake")(*tensor_args)
+        shape_name = f"{self.name}_{len(self._by_shapes)}"
+        boxed = _compile_or_fallback(static_gm, tensor_args, shape_name, self.opts)
+        return lambda *tensor_args: boxed(list(tensor_args))
+
+
+def _has_symbolic_inputs(gm: torch.fx.GraphModule) -> bool:
+    for node in gm.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        value = node.meta.get("val")
+        if isinstance(value, torch.SymInt):
+            return True
+        if isinstance(value, torch.Tensor) and any(
+            not isinstance(d, int) for d in value.shape
+        ):
+            return True
+    return False
+
+
+def _first_device(args) -> torch.device:
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            return a.device
+    return torch.device("cpu")

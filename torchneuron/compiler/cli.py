@@ -1,0 +1,187 @@
+"""``neuronc``: compile, inspect and run NEFFs from the command line.
+
+    neuronc compile model.pt2 -o model.neff --target trn2
+    neuronc compile model.pt2 --emit stablehlo
+    neuronc compile model.pt2 -o m.neff --dump-dir dump/ --passes "canonicalize,cse" --print-ir-after-all
+    neuronc inspect model.neff
+    neuronc run model.neff --input x=input.npy --output-dir out/
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+
+class UsageError(Exception):
+    """Bad command-line input; printed as one line, exit status 2."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except UsageError as exc:
+        print(f"neuronc: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # every failure ends as one clear message, never a traceback
+        from torchneuron.compiler.exported import ProgramLoadError
+        from torchneuron.lowering import LoweringError
+        from torchneuron.neff import NeffError
+        from torchneuron.passes import PassError
+
+        known = (ProgramLoadError, LoweringError, NeffError, PassError)
+        try:
+            from torchneuron.runtime import NeuronRuntimeError
+
+            known += (NeuronRuntimeError, MemoryError)
+        except ImportError:
+            pass
+        if isinstance(exc, known):
+            print(f"neuronc: error: {exc}", file=sys.stderr)
+            return 1
+        raise
+
+
+def _parser() -> argparse.ArgumentParser:
+    from torchneuron.compiler.pipeline import STAGES, TARGETS
+
+    parser = argparse.ArgumentParser(prog="neuronc", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    compile_cmd = commands.add_parser("compile", help="compile a torch.export program (.pt2)")
+    compile_cmd.add_argument("program", help="a program saved with torch.export.save")
+    compile_cmd.add_argument("-o", "--output", help="where to write the NEFF")
+    compile_cmd.add_argument("--target", choices=TARGETS, default="trn2")
+    compile_cmd.add_argument("--emit", choices=STAGES[:-1],
+                             help="print this stage's artifact and stop")
+    compile_cmd.add_argument("--dump-dir", help="write every stage's artifact as <name>.<stage>")
+    compile_cmd.add_argument("--passes", help="pass pipeline (default: the -O pipeline)")
+    compile_cmd.add_argument("--print-ir-after-all", action="store_true",
+                             help="print the IR after every pass to stderr")
+    compile_cmd.add_argument("--name", help="program name (default: the file's stem)")
+    compile_cmd.set_defaults(handler=_compile)
+
+    inspect_cmd = commands.add_parser("inspect", help="describe a NEFF")
+    inspect_cmd.add_argument("neff")
+    inspect_cmd.set_defaults(handler=_inspect)
+
+    run_cmd = commands.add_parser("run", help="run a NEFF on an emulated NeuronCore")
+    run_cmd.add_argument("neff")
+    run_cmd.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
+                         help="an input as a .npy file (repeat per input)")
+    run_cmd.add_argument("--output-dir", help="write each output as <name>.npy here")
+    run_cmd.add_argument("--core", type=int, default=0, help="logical NeuronCore index")
+    run_cmd.set_defaults(handler=_run)
+    return parser
+
+
+def _compile(args) -> int:
+    from torchneuron.compiler.exported import exported_graph, load_exported_program
+    from torchneuron.compiler.pipeline import compile_graph
+
+    if args.emit is None and args.output is None:
+        raise UsageError("compile needs -o/--output or --emit STAGE")
+    program_path = Path(args.program)
+    name = args.name or program_path.stem
+    graph = exported_graph(load_exported_program(program_path))
+    compiled = compile_graph(
+        graph.graph_module,
+        name=name,
+        target=args.target,
+        pipeline=args.passes,
+        weights=graph.weights,
+        weight_sources=graph.weight_sources,
+        output_names=graph.output_names,
+        stop_after=args.emit or "neff",
+        dump_dir=args.dump_dir,
+        print_ir_after_all=args.print_ir_after_all,
+        use_cache=False,
+    )
+    if args.emit:
+        sys.stdout.write(compiled.artifacts[args.emit])
+        if not compiled.artifacts[args.emit].endswith("\n"):
+            sys.stdout.write("\n")
+    if args.output:
+        from torchneuron.neff import write_neff  # noqa: F401  (same format as compiled.neff)
+
+        if compiled.neff is None:
+            raise UsageError("--emit stops before the NEFF stage; drop -o or --emit")
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+        _atomic_write(Path(args.output), compiled.neff)
+        print(f"wrote {args.output} ({len(compiled.neff)} bytes, target {args.target})",
+              file=sys.stderr)
+    return 0
+
+
+def _inspect(args) -> int:
+    from torchneuron.neff import describe, read_neff
+
+    print(describe(read_neff(args.neff)))
+    return 0
+
+
+def _run(args) -> int:
+    from torchneuron.compiler import tensors
+    from torchneuron.neff import read_neff
+    from torchneuron.runtime import load_neff
+
+    neff = read_neff(args.neff)
+    inputs = neff.manifest["signature"]["inputs"]
+    given = {}
+    for item in args.input:
+        name, sep, file = item.partition("=")
+        if not sep or not name or not file:
+            raise UsageError(f"--input {item!r}: expected NAME=FILE.npy")
+        if name in given:
+            raise UsageError(f"--input {name} given twice")
+        given[name] = file
+    expected = [spec["name"] for spec in inputs]
+    unknown = sorted(set(given) - set(expected))
+    if unknown:
+        raise UsageError(f"unknown input(s) {', '.join(unknown)}; the program takes: "
+                         f"{', '.join(expected) or 'no inputs'}")
+    missing = [n for n in expected if n not in given]
+    if missing:
+        raise UsageError(f"missing input(s): {', '.join(missing)} (pass --input NAME=FILE.npy)")
+    arrays = []
+    for spec in inputs:
+        file = given[spec["name"]]
+        try:
+            array = np.load(file, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"--input {spec['name']}={file}: cannot read .npy file ({exc})")
+        expected_dtype = tensors.numpy_dtype(spec["dtype"])
+        if array.dtype != expected_dtype:
+            raise UsageError(f"--input {spec['name']}={file}: dtype {array.dtype}, "
+                             f"the program expects {spec['dtype']}")
+        if list(array.shape) != list(spec["shape"]):
+            raise UsageError(f"--input {spec['name']}={file}: shape {list(array.shape)}, "
+                             f"the program expects {spec['shape']}")
+        arrays.append(array)
+    outputs = load_neff(neff, core=args.core).execute(arrays)
+    out_dir = Path(args.output_dir) if args.output_dir else None
+    if out_dir:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    for spec, value in zip(neff.manifest["signature"]["outputs"], outputs):
+        if out_dir:
+            np.save(out_dir / f"{spec['name']}.npy", value, allow_pickle=False)
+        print(f"{spec['name']}: {spec['dtype']}{spec['shape']}")
+        if not out_dir:
+            print(np.array2string(np.asarray(value, dtype=np.float64) if value.dtype.kind == "V"
+                                  else value, threshold=20))
+    return 0
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

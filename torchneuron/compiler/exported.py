@@ -1,0 +1,77 @@
+"""Loading ``torch.export`` programs (``.pt2`` files) for compilation.
+
+An exported program's parameters, buffers and lifted constants become NEFF
+weights, so the compiled program needs only the user's inputs at run time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.fx
+from torch.export import ExportedProgram
+from torch.export.graph_signature import InputKind, OutputKind, TensorArgument
+
+from torchneuron.lowering import LoweringError, decomposition_table
+
+
+class ProgramLoadError(RuntimeError):
+    """A file is not a loadable ``torch.export`` program."""
+
+
+@dataclass
+class ExportedGraph:
+    graph_module: torch.fx.GraphModule
+    weights: dict[str, torch.Tensor]        # placeholder name -> value
+    weight_sources: dict[str, str]          # placeholder name -> parameter/buffer FQN
+    output_names: list[str]
+
+
+def load_exported_program(path: str | Path) -> ExportedProgram:
+    path = Path(path)
+    if not path.is_file():
+        raise ProgramLoadError(f"{path}: no such file")
+    try:
+        return torch.export.load(str(path))
+    except Exception as exc:
+        raise ProgramLoadError(
+            f"{path}: not a torch.export program saved with torch.export.save ({exc})"
+        ) from None
+
+
+def exported_graph(program: ExportedProgram) -> ExportedGraph:
+    """Decompose ``program`` to the ATen ops we lower, and name its parts."""
+    program = program.run_decompositions(decomposition_table())
+    signature = program.graph_signature
+    weights: dict[str, torch.Tensor] = {}
+    sources: dict[str, str] = {}
+    for spec in signature.input_specs:
+        if spec.kind == InputKind.USER_INPUT:
+            if not isinstance(spec.arg, TensorArgument):
+                raise LoweringError(
+                    f"program input {spec.arg} is not a tensor; only tensor inputs are supported"
+                )
+            continue
+        if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
+            value = program.state_dict.get(spec.target)
+            if value is None:
+                value = program.constants.get(spec.target)
+            if not isinstance(value, torch.Tensor):
+                raise LoweringError(f"program {spec.kind.name.lower()} {spec.target} has no tensor value")
+            weights[spec.arg.name] = value.detach()
+            sources[spec.arg.name] = spec.target
+            continue
+        raise LoweringError(f"program input kind {spec.kind.name} ({spec.arg}) is not supported")
+    output_names = []
+    user_index = 0
+    for spec in signature.output_specs:
+        if spec.kind == OutputKind.USER_OUTPUT:
+            output_names.append(f"output{user_index}")
+            user_index += 1
+        elif spec.kind == OutputKind.BUFFER_MUTATION:
+            output_names.append("updated_" + spec.target.replace(".", "_"))
+        else:
+            output_names.append(f"{spec.kind.name.lower()}_{len(output_names)}")
+    return ExportedGraph(program.graph_module, weights, sources, output_names)
