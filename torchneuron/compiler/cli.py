@@ -107,7 +107,6 @@ def _compile(args) -> int:
         if not compiled.artifacts[args.emit].endswith("\n"):
             sys.stdout.write("\n")
     if args.output:
-        from torchneuron.neff import write_neff  # noqa: F401  (same format as compiled.neff)
 
         if compiled.neff is None:
             raise UsageError("--emit stops before the NEFF stage; drop -o or --emit")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import hashlib
+import operator
 import sys
 import threading
 import time
@@ -93,7 +94,7 @@ def compile_graph(
     from torchneuron.passes import DEFAULT_PIPELINE
 
     pipeline = DEFAULT_PIPELINE if pipeline is None else pipeline
-    _fill_placeholder_meta(gm, example_inputs)
+    gm = _aten_graph(gm, example_inputs)
 
     cacheable = use_cache and dump_dir is None and not print_ir_after_all
     key = None
@@ -379,11 +380,26 @@ def _size_bytes(entry: dict) -> int:
 # -- inputs and caching -------------------------------------------------------
 
 
-def _fill_placeholder_meta(gm: torch.fx.GraphModule, example_inputs: Sequence) -> None:
+def _aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence) -> torch.fx.GraphModule:
+    """``gm`` itself when it is an ATen graph with metadata; else ``gm`` retraced to one."""
+    if all(
+        "val" in node.meta
+        and (node.op != "call_function" or isinstance(node.target, torch._ops.OpOverload)
+             or node.target is operator.getitem)
+        for node in gm.graph.nodes
+        if node.op not in ("output", "get_attr")
+    ):
+        return gm
+    from torch.fx.experimental.proxy_tensor import make_fx
+
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    for node, value in zip(placeholders, example_inputs):
-        if "val" not in node.meta and value is not None:
-            node.meta["val"] = value
+    if len(example_inputs) != len(placeholders):
+        raise CompileError(
+            f"the graph has {len(placeholders)} inputs but {len(example_inputs)} example "
+            "inputs were given; example inputs are needed to trace a graph without metadata"
+        )
+    return make_fx(gm, decomposition_table=lowering.decomposition_table(),
+                   tracing_mode="fake")(*example_inputs)
 
 
 def _cache_key(gm, name, target, pipeline, weights, output_names, stop_after) -> str:

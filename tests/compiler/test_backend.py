@@ -1,0 +1,140 @@
+"""torch.compile(backend="neuron") end to end: numerics and gradients against eager CPU."""
+
+import copy
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from torchneuron.compiler import backend as backend_module
+from torchneuron.compiler.pipeline import clear_memory_cache, compile_graph
+from torchneuron.zoo import ZOO
+
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
+
+
+def test_backend_is_registered_by_entry_point():
+    assert "neuron" in torch._dynamo.list_backends()
+
+
+@pytest.mark.parametrize("name", ["mlp", "cnn", "gpt"])
+def test_inference_matches_eager(name):
+    entry = ZOO[name]
+    model = entry.build().eval()
+    inputs = entry.example_inputs()
+    expected = model(*inputs)
+    compiled = torch.compile(model, backend="neuron")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no silent CPU fallback
+        actual = compiled(*inputs)
+    torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["mlp", "cnn", "gpt"])
+def test_training_step_gradients_match_eager(name):
+    entry = ZOO[name]
+    reference = entry.build().train()
+    model = copy.deepcopy(reference)
+    inputs = entry.example_inputs()
+
+    loss_ref = entry.loss(reference(*inputs), inputs)
+    loss_ref.backward()
+
+    compiled = torch.compile(model, backend="neuron")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loss = entry.loss(compiled(*inputs), inputs)
+        loss.backward()
+
+    torch.testing.assert_close(loss, loss_ref, rtol=1e-4, atol=1e-5)
+    for (pname, p), (_, p_ref) in zip(model.named_parameters(), reference.named_parameters()):
+        assert p.grad is not None, pname
+        torch.testing.assert_close(p.grad, p_ref.grad, rtol=1e-3, atol=1e-5, msg=pname)
+    # batch-norm running statistics are updated as in eager mode
+    for (bname, b), (_, b_ref) in zip(model.named_buffers(), reference.named_buffers()):
+        torch.testing.assert_close(b, b_ref, rtol=1e-4, atol=1e-5, msg=bname)
+
+
+def test_optimizer_steps_follow_eager():
+    entry = ZOO["mlp"]
+    reference = entry.build()
+    model = copy.deepcopy(reference)
+    compiled = torch.compile(model, backend="neuron")
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    opt_ref = torch.optim.SGD(reference.parameters(), lr=0.1)
+    inputs = entry.example_inputs()
+    for _ in range(3):
+        for m, o in ((compiled, opt), (reference, opt_ref)):
+            o.zero_grad()
+            entry.loss(m(*inputs), inputs).backward()
+            o.step()
+    for p, p_ref in zip(model.parameters(), reference.parameters()):
+        torch.testing.assert_close(p, p_ref, rtol=1e-4, atol=1e-5)
+
+
+def test_changing_batch_size_recompiles_with_static_shapes():
+    model = ZOO["mlp"].build()
+    compiled = torch.compile(model, backend="neuron")
+    for batch in (2, 3, 5):
+        x = torch.randn(batch, 32)
+        with torch.no_grad():
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+
+
+def test_dtypes_bfloat16_and_int64():
+    def f(x, idx):
+        return (x * 2).to(torch.bfloat16) + 1, idx * 3 + (1 << 40)
+
+    x = torch.randn(4, 4)
+    idx = torch.arange(4, dtype=torch.int64)
+    actual = torch.compile(f, backend="neuron")(x, idx)
+    expected = f(x, idx)
+    assert actual[0].dtype == torch.bfloat16
+    torch.testing.assert_close(actual[0], expected[0])
+    assert actual[1].dtype == torch.int64
+    assert torch.equal(actual[1], expected[1])  # no int32 truncation of 2**40
+
+
+def _unlowerable(x):
+    # aten.linalg_eigh has no StableHLO lowering in torch-mlir
+    return torch.linalg.eigvalsh(x @ x.T) + 1
+
+
+def test_unlowerable_op_falls_back_to_cpu_with_warning(monkeypatch):
+    monkeypatch.delenv("TORCHNEURON_NO_FALLBACK", raising=False)
+    x = torch.randn(4, 4)
+    with pytest.warns(UserWarning, match="runs on the CPU"):
+        actual = torch.compile(_unlowerable, backend="neuron")(x)
+    torch.testing.assert_close(actual, _unlowerable(x))
+
+
+def test_no_fallback_switch_makes_it_an_error(monkeypatch):
+    monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
+    with pytest.raises(Exception, match="no lowering to StableHLO for aten") as info:
+        torch.compile(_unlowerable, backend="neuron")(torch.randn(4, 4))
+    assert "f32[4, 4]" in str(info.value)
+    assert "eigvalsh" in str(info.value)  # the user's source line
+
+
+def test_second_compile_of_same_graph_is_a_memory_cache_hit():
+    clear_memory_cache()
+    gm = torch.fx.symbolic_trace(lambda x: torch.relu(x) * 2)
+    x = torch.randn(3, 3)
+    first = compile_graph(gm, [x], name="twice")
+    second = compile_graph(gm, [x], name="twice")
+    assert not first.cache_hit
+    assert second.cache_hit
+    assert second.neff == first.neff
+
+
+def test_unknown_backend_option_is_rejected():
+    with pytest.raises(Exception, match="unknown option"):
+        torch.compile(lambda x: x + 1, backend="neuron", options={"bogus": 1})(torch.ones(2))
+
+
+def test_fallback_helper_reads_environment(monkeypatch):
+    monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "0")
+    assert not backend_module.fallback_disabled()
+    monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
+    assert backend_module.fallback_disabled()
