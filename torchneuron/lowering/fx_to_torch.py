@@ -73,7 +73,7 @@ def prepare_graph(
         node.replace_all_uses_with(replacement)
         graph.erase_node(node)
         last_placeholder = replacement
-        weights[name] = value.detach()
+        weights[replacement.name] = value.detach()  # the graph may have renamed it
 
     arguments = []
     for node in graph.nodes:
