@@ -1,0 +1,603 @@
+// The `neuron` device's native layer: what Python cannot reach through torch.library.
+//
+// PyTorch exposes PrivateUse1 to out-of-tree backends; this file fills the C++ slots
+// that slot needs so that `neuron` tensors behave like any accelerator's:
+//   * NeuronAllocator: device storage. Bytes live in host memory, and every
+//     allocation and free is reported to the emulated NeuronCore's HBM allocator
+//     (a Python object in torchneuron.runtime) so capacity, OOM and statistics are
+//     the runtime's. The hook may raise OOM; it surfaces as torch.OutOfMemoryError.
+//   * NeuronGuardImpl: a thread-local current device, so `neuron:1` is its own
+//     device (a Python-level guard can only ever report device 0).
+//   * NeuronGeneratorImpl / NeuronHooks: per-device default generators
+//     (torch.Generator("neuron")), pinned host memory, storage resize.
+//   * Kernels that only touch metadata or move bytes: empty, views, set_, resize_,
+//     copies between host and device, item(). Compute ops are registered from Python.
+//
+// References: c10/core/Allocator.h, c10/core/impl/DeviceGuardImplInterface.h,
+// ATen/detail/PrivateUse1HooksInterface.h in the torch wheel's include folder.
+
+#include <torch/extension.h>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/EmptyTensor.h>
+#include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real_native.h>
+#include <ATen/ops/view_native.h>
+#include <c10/core/Allocator.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/csrc/Generator.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_set>
+
+namespace torchneuron {
+namespace {
+
+constexpr c10::DeviceType kNeuron = c10::DeviceType::PrivateUse1;
+// Upper bound for per-device tables; the emulated topology is far smaller
+// (a trn2.48xlarge has 64 logical cores).
+constexpr int kMaxDevices = 256;
+constexpr size_t kAlignment = 64;
+
+std::atomic<int> g_device_count{1};
+std::atomic<bool> g_python_shutting_down{false};
+thread_local c10::DeviceIndex t_current_device = 0;
+
+// Python callables reporting allocations to the runtime's HbmAllocator.
+// alloc_hook(device: int, nbytes: int) -> handle ; free_hook(handle) -> None.
+PyObject* g_alloc_hook = nullptr;
+PyObject* g_free_hook = nullptr;
+// torch.OutOfMemoryError (its C symbol is not exported by libtorch_python).
+PyObject* g_oom_type = nullptr;
+
+void check_device_index(c10::DeviceIndex index) {
+  const int count = g_device_count.load();
+  TORCH_CHECK(
+      index >= 0 && index < count,
+      "Invalid device neuron:", static_cast<int>(index),
+      ": this process has ", count,
+      " emulated NeuronCore(s) (torch.neuron.device_count()).");
+}
+
+bool python_usable() {
+  return !g_python_shutting_down.load() && Py_IsInitialized();
+}
+
+// ---------------------------------------------------------------------------
+// Device memory
+// ---------------------------------------------------------------------------
+
+struct DeviceBlock {
+  void* ptr;
+  PyObject* handle;  // runtime's accounting handle (owned reference) or nullptr
+  size_t nbytes;
+  c10::DeviceIndex device;
+};
+
+void release_block(void* ctx) {
+  auto* block = static_cast<DeviceBlock*>(ctx);
+  std::free(block->ptr);
+  if (block->handle != nullptr && python_usable()) {
+    pybind11::gil_scoped_acquire gil;
+    if (g_free_hook != nullptr) {
+      PyObject* result = PyObject_CallOneArg(g_free_hook, block->handle);
+      if (result == nullptr) {
+        // A deleter cannot throw: report the problem and carry on.
+        PyErr_WriteUnraisable(g_free_hook);
+      }
+      Py_XDECREF(result);
+    }
+    Py_DECREF(block->handle);
+  }
+  delete block;
+}
+
+// Asks the runtime for `nbytes` of the device's HBM; raises as the runtime does.
+PyObject* account_allocation(c10::DeviceIndex device, size_t nbytes) {
+  if (!python_usable()) {
+    return nullptr;
+  }
+  pybind11::gil_scoped_acquire gil;
+  if (g_alloc_hook == nullptr) {
+    return nullptr;
+  }
+  PyObject* handle = PyObject_CallFunction(
+      g_alloc_hook, "in", static_cast<int>(device), static_cast<Py_ssize_t>(nbytes));
+  if (handle != nullptr) {
+    return handle;
+  }
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  PyErr_NormalizeException(&type, &value, &traceback);
+  std::string message = "allocation on neuron device failed";
+  if (value != nullptr) {
+    PyObject* text = PyObject_Str(value);
+    if (text != nullptr) {
+      const char* utf8 = PyUnicode_AsUTF8(text);
+      if (utf8 != nullptr) {
+        message = utf8;
+      }
+      Py_DECREF(text);
+    }
+  }
+  const bool is_oom = type != nullptr &&
+      g_oom_type != nullptr && PyErr_GivenExceptionMatches(type, g_oom_type);
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(traceback);
+  PyErr_Clear();
+  if (is_oom) {
+    TORCH_CHECK_WITH(OutOfMemoryError, false, message);
+  }
+  TORCH_CHECK(false, message);
+}
+
+struct NeuronAllocator final : public c10::Allocator {
+  c10::DataPtr allocate(size_t nbytes) override {
+    const c10::DeviceIndex device = t_current_device;
+    const c10::Device where(kNeuron, device);
+    if (nbytes == 0) {
+      return c10::DataPtr(nullptr, nullptr, &release_nothing, where);
+    }
+    PyObject* handle = account_allocation(device, nbytes);
+    void* ptr = nullptr;
+    const size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
+    if (posix_memalign(&ptr, kAlignment, rounded) != 0 || ptr == nullptr) {
+      if (handle != nullptr) {
+        pybind11::gil_scoped_acquire gil;
+        PyObject* result = PyObject_CallOneArg(g_free_hook, handle);
+        Py_XDECREF(result);
+        PyErr_Clear();
+        Py_DECREF(handle);
+      }
+      TORCH_CHECK_WITH(
+          OutOfMemoryError, false, "host memory backing neuron:", static_cast<int>(device),
+          " is exhausted (asked for ", nbytes, " bytes)");
+    }
+    auto* block = new DeviceBlock{ptr, handle, nbytes, device};
+    return c10::DataPtr(ptr, block, &release_block, where);
+  }
+
+  static void release_nothing(void*) {}
+
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    std::memcpy(dest, src, count);
+  }
+};
+
+NeuronAllocator g_allocator;
+
+// Pinned host memory: ordinary host memory, remembered so is_pinned() is true.
+std::mutex g_pinned_mutex;
+std::unordered_set<const void*> g_pinned;
+
+void release_pinned(void* ptr) {
+  {
+    std::lock_guard<std::mutex> lock(g_pinned_mutex);
+    g_pinned.erase(ptr);
+  }
+  std::free(ptr);
+}
+
+struct PinnedHostAllocator final : public c10::Allocator {
+  c10::DataPtr allocate(size_t nbytes) override {
+    void* ptr = nullptr;
+    if (nbytes > 0) {
+      const size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
+      TORCH_CHECK_WITH(
+          OutOfMemoryError, posix_memalign(&ptr, kAlignment, rounded) == 0,
+          "could not pin ", nbytes, " bytes of host memory");
+      std::lock_guard<std::mutex> lock(g_pinned_mutex);
+      g_pinned.insert(ptr);
+    }
+    return c10::DataPtr(ptr, ptr, &release_pinned, c10::Device(c10::DeviceType::CPU));
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &release_pinned; }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    std::memcpy(dest, src, count);
+  }
+};
+
+PinnedHostAllocator g_pinned_allocator;
+
+// Grows or shrinks a device storage in place (new block, bytes copied).
+void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes) {
+  TORCH_CHECK(storage.resizable(), "Trying to resize storage that is not resizable");
+  c10::DeviceGuard guard(storage.device());
+  c10::DataPtr fresh = g_allocator.allocate(new_nbytes);
+  const size_t keep = std::min(storage.nbytes(), new_nbytes);
+  if (keep > 0 && storage.data() != nullptr) {
+    std::memcpy(fresh.get(), storage.data(), keep);
+  }
+  storage.set_data_ptr_noswap(std::move(fresh));
+  storage.set_nbytes(new_nbytes);
+}
+
+// ---------------------------------------------------------------------------
+// Device guard
+// ---------------------------------------------------------------------------
+
+struct NeuronEvent {
+  std::chrono::steady_clock::time_point when;
+};
+
+struct NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
+  c10::DeviceType type() const override { return kNeuron; }
+
+  c10::Device exchangeDevice(c10::Device device) const override {
+    const c10::Device previous = getDevice();
+    if (device.index() != previous.index()) {
+      setDevice(device);
+    }
+    return previous;
+  }
+  c10::Device getDevice() const override { return c10::Device(kNeuron, t_current_device); }
+  void setDevice(c10::Device device) const override {
+    TORCH_CHECK(device.type() == kNeuron, "expected a neuron device, got ", device);
+    if (device.index() < 0) {
+      return;  // "the current device": nothing to change
+    }
+    check_device_index(device.index());
+    t_current_device = device.index();
+  }
+  void uncheckedSetDevice(c10::Device device) const noexcept override {
+    if (device.index() >= 0) {
+      t_current_device = device.index();
+    }
+  }
+  // Execution is synchronous: each device has one (default) stream.
+  c10::Stream getStream(c10::Device device) const override {
+    return c10::Stream(c10::Stream::DEFAULT, device);
+  }
+  c10::Stream getNewStream(c10::Device device, int) const override {
+    return c10::Stream(c10::Stream::DEFAULT, device);
+  }
+  c10::Stream exchangeStream(c10::Stream stream) const override {
+    return c10::Stream(c10::Stream::DEFAULT, stream.device());
+  }
+  c10::DeviceIndex deviceCount() const noexcept override {
+    return static_cast<c10::DeviceIndex>(g_device_count.load());
+  }
+  // Events record the host clock: work has finished when record() returns.
+  void record(void** event, const c10::Stream&, const c10::DeviceIndex,
+              const c10::EventFlag) const override {
+    if (*event == nullptr) {
+      *event = new NeuronEvent();
+    }
+    static_cast<NeuronEvent*>(*event)->when = std::chrono::steady_clock::now();
+  }
+  void destroyEvent(void* event, const c10::DeviceIndex) const noexcept override {
+    delete static_cast<NeuronEvent*>(event);
+  }
+  void block(void*, const c10::Stream&) const override {}
+  bool queryEvent(void*) const override { return true; }
+  bool queryStream(const c10::Stream&) const override { return true; }
+  void synchronizeStream(const c10::Stream&) const override {}
+  void synchronizeEvent(void*) const override {}
+  void synchronizeDevice(const c10::DeviceIndex) const override {}
+  void recordDataPtrOnStream(const c10::DataPtr&, const c10::Stream&) const override {}
+  double elapsedTime(void* start, void* end, const c10::DeviceIndex) const override {
+    TORCH_CHECK(start != nullptr && end != nullptr,
+                "elapsed_time needs two recorded neuron events");
+    const auto delta = static_cast<NeuronEvent*>(end)->when -
+        static_cast<NeuronEvent*>(start)->when;
+    return std::chrono::duration<double, std::milli>(delta).count();
+  }
+};
+
+C10_REGISTER_GUARD_IMPL(PrivateUse1, NeuronGuardImpl);
+
+// ---------------------------------------------------------------------------
+// Generators and hooks
+// ---------------------------------------------------------------------------
+
+// The CPU Mersenne-Twister engine, labelled with a neuron device. Random ops run
+// the CPU kernel with this engine's state, so a seed gives the same numbers as
+// on CPU (useful when comparing a model across devices).
+struct NeuronGeneratorImpl final : public at::CPUGeneratorImpl {
+  explicit NeuronGeneratorImpl(c10::DeviceIndex index,
+                               uint64_t seed = c10::default_rng_seed_val)
+      : at::CPUGeneratorImpl(seed) {
+    device_ = c10::Device(kNeuron, index);
+    key_set_ = c10::DispatchKeySet(c10::DispatchKey::PrivateUse1);
+  }
+
+ private:
+  NeuronGeneratorImpl* clone_impl() const override {
+    auto* copy = new NeuronGeneratorImpl(device_.index());
+    copy->set_state(*get_state());
+    return copy;
+  }
+};
+
+std::mutex g_generator_mutex;
+std::array<at::Generator, kMaxDevices> g_default_generators;
+
+const at::Generator& default_generator(c10::DeviceIndex index) {
+  if (index < 0) {
+    index = t_current_device;
+  }
+  check_device_index(index);
+  std::lock_guard<std::mutex> lock(g_generator_mutex);
+  at::Generator& slot = g_default_generators[index];
+  if (!slot.defined()) {
+    slot = at::make_generator<NeuronGeneratorImpl>(index);
+  }
+  return slot;
+}
+
+struct NeuronHooks final : public at::PrivateUse1HooksInterface {
+  bool isBuilt() const override { return true; }
+  bool isAvailable() const override { return g_device_count.load() > 0; }
+  const at::Generator& getDefaultGenerator(c10::DeviceIndex index) const override {
+    return default_generator(index);
+  }
+  at::Generator getNewGenerator(c10::DeviceIndex index) const override {
+    if (index < 0) {
+      index = t_current_device;
+    }
+    check_device_index(index);
+    return at::make_generator<NeuronGeneratorImpl>(index);
+  }
+  at::Device getDeviceFromPtr(void*) const override {
+    return c10::Device(kNeuron, t_current_device);
+  }
+  bool isPinnedPtr(const void* data) const override {
+    std::lock_guard<std::mutex> lock(g_pinned_mutex);
+    return g_pinned.count(data) > 0;
+  }
+  c10::Allocator* getPinnedMemoryAllocator() const override { return &g_pinned_allocator; }
+  bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }
+  c10::DeviceIndex deviceCount() const override {
+    return static_cast<c10::DeviceIndex>(g_device_count.load());
+  }
+  c10::DeviceIndex getCurrentDevice() const override { return t_current_device; }
+  c10::DeviceIndex exchangeDevice(c10::DeviceIndex device) const override {
+    const c10::DeviceIndex previous = t_current_device;
+    check_device_index(device);
+    t_current_device = device;
+    return previous;
+  }
+  c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex device) const override {
+    return exchangeDevice(device);
+  }
+  void setCurrentDevice(c10::DeviceIndex device) const override {
+    check_device_index(device);
+    t_current_device = device;
+  }
+  void resizePrivateUse1Bytes(const c10::Storage& storage, size_t new_nbytes) const override {
+    resize_storage_bytes(storage, new_nbytes);
+  }
+};
+
+// ---------------------------------------------------------------------------
+// Kernels that need no compilation
+// ---------------------------------------------------------------------------
+
+// A CPU tensor over the same bytes as `device_tensor` (same sizes, strides and
+// offset). It keeps the device storage alive for as long as it lives.
+at::Tensor host_alias(const at::Tensor& device_tensor) {
+  if (device_tensor.device().type() != kNeuron) {
+    return device_tensor;
+  }
+  const c10::Storage& storage = device_tensor.storage();
+  auto options = at::TensorOptions().dtype(device_tensor.dtype()).device(at::kCPU);
+  void* base = storage.mutable_data();
+  if (base == nullptr) {
+    // No bytes (numel 0): an empty CPU tensor of the right shape will do.
+    return at::empty_strided(device_tensor.sizes(), device_tensor.strides(), options);
+  }
+  auto* keep_alive = new c10::Storage(storage);
+  c10::Storage host_storage(
+      c10::Storage::use_byte_size_t(), storage.nbytes(),
+      c10::DataPtr(base, keep_alive,
+                   [](void* ctx) { delete static_cast<c10::Storage*>(ctx); },
+                   c10::Device(at::kCPU)),
+      /*allocator=*/nullptr, /*resizable=*/false);
+  at::Tensor alias = at::empty({0}, options);
+  alias.set_(host_storage, device_tensor.storage_offset(), device_tensor.sizes(),
+             device_tensor.strides());
+  return alias;
+}
+
+at::ScalarType neuron_dtype_or_default(std::optional<at::ScalarType> dtype) {
+  return dtype.value_or(c10::typeMetaToScalarType(c10::get_default_dtype()));
+}
+
+c10::Device resolve_device(std::optional<c10::Device> device) {
+  if (!device.has_value() || !device->has_index()) {
+    return c10::Device(kNeuron, t_current_device);
+  }
+  check_device_index(device->index());
+  return *device;
+}
+
+at::Tensor empty_memory_format(
+    c10::IntArrayRef size, std::optional<at::ScalarType> dtype,
+    std::optional<at::Layout> layout, std::optional<c10::Device> device,
+    std::optional<bool> pin_memory, std::optional<at::MemoryFormat> memory_format) {
+  TORCH_CHECK(!pin_memory.value_or(false), "neuron tensors cannot be pinned; pin CPU tensors");
+  TORCH_CHECK(layout.value_or(at::kStrided) == at::kStrided,
+              "neuron supports only the strided layout, got ", *layout);
+  c10::DeviceGuard guard(resolve_device(device));
+  return at::detail::empty_generic(
+      size, &g_allocator, c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+      neuron_dtype_or_default(dtype), memory_format);
+}
+
+at::Tensor empty_strided(
+    c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<at::ScalarType> dtype,
+    std::optional<at::Layout> layout, std::optional<c10::Device> device,
+    std::optional<bool> pin_memory) {
+  TORCH_CHECK(!pin_memory.value_or(false), "neuron tensors cannot be pinned; pin CPU tensors");
+  TORCH_CHECK(layout.value_or(at::kStrided) == at::kStrided,
+              "neuron supports only the strided layout, got ", *layout);
+  c10::DeviceGuard guard(resolve_device(device));
+  return at::detail::empty_strided_generic(
+      size, stride, &g_allocator, c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+      neuron_dtype_or_default(dtype));
+}
+
+// Host<->device and device<->device transfers: both sides are host memory, so a
+// transfer is the CPU copy kernel (dtype conversion, broadcasting, strides) over aliases.
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_blocking*/) {
+  if (dst.numel() == 0) {
+    return dst;
+  }
+  at::Tensor dst_host = host_alias(dst);
+  dst_host.copy_(host_alias(self));
+  return dst;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  if (dst.sizes() != self.sizes()) {
+    dst.resize_(self.sizes());
+  }
+  return copy_from(self, dst, false);
+}
+
+void ensure_storage_fits(const at::Tensor& self) {
+  const size_t needed = at::detail::computeStorageNbytes(
+      self.sizes(), self.strides(), self.dtype().itemsize(),
+      static_cast<size_t>(self.storage_offset()));
+  if (self.numel() > 0 && needed > self.storage().nbytes()) {
+    resize_storage_bytes(self.storage(), needed);
+  }
+}
+
+const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
+                          std::optional<at::MemoryFormat> memory_format) {
+  auto* impl = self.unsafeGetTensorImpl();
+  impl->set_sizes_contiguous(size);
+  if (memory_format.has_value()) {
+    TORCH_CHECK(*memory_format != at::MemoryFormat::Preserve,
+                "Unsupported memory format Preserve for resize_ on neuron");
+    impl->empty_tensor_restride(*memory_format);
+  }
+  ensure_storage_fits(self);
+  return self;
+}
+
+at::Tensor& set_storage(at::Tensor& self, c10::Storage source, int64_t storage_offset,
+                        c10::IntArrayRef size, c10::IntArrayRef stride) {
+  TORCH_CHECK(source.device() == self.device() || !source.data(),
+              "set_: expected a storage on ", self.device(), " but got one on ",
+              source.device());
+  auto* impl = self.unsafeGetTensorImpl();
+  impl->set_storage_keep_dtype(std::move(source));
+  impl->set_storage_offset(storage_offset);
+  if (stride.empty()) {
+    impl->set_sizes_contiguous(size);
+  } else {
+    impl->set_sizes_and_strides(size, stride);
+  }
+  ensure_storage_fits(self);
+  return self;
+}
+
+at::Tensor& set_source_storage(at::Tensor& self, c10::Storage source) {
+  const int64_t numel = static_cast<int64_t>(source.nbytes() / self.dtype().itemsize());
+  return set_storage(self, std::move(source), 0, {numel}, {});
+}
+
+at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& source) {
+  if (self.is_same(source)) {
+    return self;
+  }
+  return set_storage(self, source.storage(), source.storage_offset(), source.sizes(),
+                     source.strides());
+}
+
+at::Tensor& set_empty(at::Tensor& self) {
+  c10::DeviceGuard guard(self.device());
+  c10::Storage storage(c10::Storage::use_byte_size_t(), 0, &g_allocator, /*resizable=*/true);
+  return set_storage(self, std::move(storage), 0, {0}, {});
+}
+
+at::Scalar local_scalar_dense(const at::Tensor& self) {
+  return host_alias(self).item();
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", TORCH_FN(empty_memory_format));
+  m.impl("empty_strided", TORCH_FN(empty_strided));
+  m.impl("_copy_from", TORCH_FN(copy_from));
+  m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
+  m.impl("resize_", TORCH_FN(resize_));
+  m.impl("set_.source_Storage_storage_offset", TORCH_FN(set_storage));
+  m.impl("set_.source_Storage", TORCH_FN(set_source_storage));
+  m.impl("set_.source_Tensor", TORCH_FN(set_source_tensor));
+  m.impl("set_", TORCH_FN(set_empty));
+  m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
+  // Views share the device storage: the CPU implementations only touch metadata.
+  m.impl("view", TORCH_FN(at::native::view));
+  m.impl("as_strided", TORCH_FN(at::native::as_strided_tensorimpl));
+  m.impl("_reshape_alias", TORCH_FN(at::native::_reshape_alias));
+  m.impl("unfold", TORCH_FN(at::native::unfold));
+  m.impl("view_as_real", TORCH_FN(at::native::view_as_real));
+  m.impl("view_as_complex", TORCH_FN(at::native::view_as_complex));
+}
+
+bool g_hooks_registered = false;
+
+}  // namespace
+}  // namespace torchneuron
+
+// ---------------------------------------------------------------------------
+// Python surface (torchneuron.device._C)
+// ---------------------------------------------------------------------------
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  using namespace torchneuron;
+  m.doc() = "Native layer of the neuron device: allocator, device guard, generators.";
+  g_oom_type = pybind11::object(pybind11::module_::import("torch").attr("OutOfMemoryError")).release().ptr();
+
+  m.def("set_device_count", [](int count) {
+    TORCH_CHECK(count >= 0 && count <= kMaxDevices, "device count ", count,
+                " outside [0, ", kMaxDevices, "]");
+    g_device_count.store(count);
+  });
+  m.def("device_count", []() { return g_device_count.load(); });
+  m.def("current_device", []() { return static_cast<int>(t_current_device); });
+  m.def("set_device", [](int index) {
+    check_device_index(static_cast<c10::DeviceIndex>(index));
+    t_current_device = static_cast<c10::DeviceIndex>(index);
+  });
+  m.def("register_hooks", []() {
+    if (!g_hooks_registered) {
+      at::RegisterPrivateUse1HooksInterface(new NeuronHooks());
+      // Host storages created "for" neuron (torch.UntypedStorage(n, device=...)).
+      c10::SetAllocator(kNeuron, &g_allocator);
+      g_hooks_registered = true;
+    }
+  });
+  m.def("set_memory_hooks", [](pybind11::object alloc_hook, pybind11::object free_hook) {
+    Py_XDECREF(g_alloc_hook);
+    Py_XDECREF(g_free_hook);
+    g_alloc_hook = alloc_hook.is_none() ? nullptr : alloc_hook.release().ptr();
+    g_free_hook = free_hook.is_none() ? nullptr : free_hook.release().ptr();
+  });
+  m.def("mark_shutdown", []() { g_python_shutting_down.store(true); });
+  m.def("default_generator", [](int index) {
+    return pybind11::reinterpret_steal<pybind11::object>(
+        THPGenerator_Wrap(default_generator(static_cast<c10::DeviceIndex>(index))));
+  });
+  m.def("host_alias", &host_alias,
+        "CPU tensor aliasing a neuron tensor's bytes (same sizes, strides, offset).");
+  m.def("resize_storage_bytes", [](const at::Tensor& tensor, size_t nbytes) {
+    resize_storage_bytes(tensor.storage(), nbytes);
+  });
+  m.def("is_pinned_ptr", [](uintptr_t ptr) {
+    std::lock_guard<std::mutex> lock(g_pinned_mutex);
+    return g_pinned.count(reinterpret_cast<const void*>(ptr)) > 0;
+  });
+}
