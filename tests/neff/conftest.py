@@ -15,7 +15,8 @@ from torchneuron.neff.writer import assemble_neff
 
 PROGRAM_TEXT = """
 func.func @main(%x: tensor<1x10xf32>, %w: tensor<10x1xf32>) -> tensor<1x1xf32> {
-  %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<1x10xf32>, tensor<10x1xf32>) -> tensor<1x1xf32>
+  %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0]
+      : (tensor<1x10xf32>, tensor<10x1xf32>) -> tensor<1x1xf32>
   return %0 : tensor<1x1xf32>
 }
 """
@@ -46,20 +47,41 @@ def make_neff(program_bytes: bytes, **overrides) -> Neff:
             },
             "target": "trn2",
             "lnc": 2,
-            "versions": {"torchneuron": "0.1.0", "torch": "2.13.0", "torch_mlir": "20261001",
-                         "jaxlib": "0.10.2", "stablehlo": "1.19.0"},
+            "versions": {
+                "torchneuron": "0.1.0",
+                "torch": "2.13.0",
+                "torch_mlir": "20261001",
+                "jaxlib": "0.10.2",
+                "stablehlo": "1.19.0",
+            },
             "pipeline": "canonicalize,cse",
             "source_hash": "ab" * 32,
             "estimates": {"latency_us": 1.5},
         },
         definition={
             "variables": [
-                {"name": "x", "kind": "input", "shape": [1, 10], "dtype": "float32",
-                 "size_bytes": 40},
-                {"name": "out0", "kind": "output", "shape": [1, 1], "dtype": "float32",
-                 "size_bytes": 4},
-                {"name": "w0", "kind": "weight", "shape": [10, 1], "dtype": "float32",
-                 "size_bytes": 40, "file": weight_file_path("w0")},
+                {
+                    "name": "x",
+                    "kind": "input",
+                    "shape": [1, 10],
+                    "dtype": "float32",
+                    "size_bytes": 40,
+                },
+                {
+                    "name": "out0",
+                    "kind": "output",
+                    "shape": [1, 1],
+                    "dtype": "float32",
+                    "size_bytes": 4,
+                },
+                {
+                    "name": "w0",
+                    "kind": "weight",
+                    "shape": [10, 1],
+                    "dtype": "float32",
+                    "size_bytes": 40,
+                    "file": weight_file_path("w0"),
+                },
             ],
             "dma_queues": [],
         },

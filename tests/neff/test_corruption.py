@@ -18,7 +18,7 @@ from torchneuron.neff import reader as reader_module
 from torchneuron.neff.header import pack_header, unpack_header_fields
 from torchneuron.neff.writer import build_members, pack_tarball
 
-from .conftest import make_neff, seal, tar_bytes
+from .conftest import seal, tar_bytes
 
 
 @pytest.fixture
@@ -58,8 +58,9 @@ def test_truncated_inside_tarball(neff_bytes, cut):
     data = neff_bytes[: 1024 + cut] if cut >= 0 else neff_bytes[:cut]
     present = len(data) - 1024
     with pytest.raises(
-        NeffError, match=f"truncated NEFF: header says {len(neff_bytes) - 1024} data bytes, "
-        f"file has {present}"
+        NeffError,
+        match=f"truncated NEFF: header says {len(neff_bytes) - 1024} data bytes, "
+        f"file has {present}",
     ):
         read_neff(data)
 
@@ -72,7 +73,9 @@ def test_trailing_bytes(neff_bytes):
 def test_truncated_file_on_disk_names_the_path(neff_bytes, tmp_path):
     path = tmp_path / "cut.neff"
     path.write_bytes(neff_bytes[:2000])
-    with pytest.raises(NeffError, match=rf"{path}: truncated NEFF: header says \d+ data bytes, file has 976"):
+    with pytest.raises(
+        NeffError, match=rf"{path}: truncated NEFF: header says \d+ data bytes, file has 976"
+    ):
         read_neff(path)
 
 
@@ -91,13 +94,17 @@ def test_wrong_source_type():
 
 def test_wrong_header_size(neff_bytes):
     data = neff_bytes[:8] + struct.pack("<Q", 512) + neff_bytes[16:]
-    with pytest.raises(NeffError, match=r"not a NEFF file \(header_size field is 512, expected 1024\)"):
+    with pytest.raises(
+        NeffError, match=r"not a NEFF file \(header_size field is 512, expected 1024\)"
+    ):
         read_neff(data)
 
 
 def test_unknown_major_version(neff_bytes):
     data = _repack_header(neff_bytes, neff_version_major=7, neff_version_minor=3)
-    with pytest.raises(NeffError, match=r"unsupported NEFF major version 7 \(file says version 7\.3"):
+    with pytest.raises(
+        NeffError, match=r"unsupported NEFF major version 7 \(file says version 7\.3"
+    ):
         read_neff(data)
 
 
@@ -118,7 +125,9 @@ def test_bad_lnc_size_in_header(neff_bytes):
 
 def test_hash_mismatch(neff_bytes):
     data = _repack_header(neff_bytes, hash=bytes(32))
-    with pytest.raises(NeffError, match="corrupted NEFF: sha256 of the .*-byte tarball is .*header hash says 0000"):
+    with pytest.raises(
+        NeffError, match="corrupted NEFF: sha256 of the .*-byte tarball is .*header hash says 0000"
+    ):
         read_neff(data)
 
 
@@ -132,12 +141,19 @@ def test_header_edit_without_new_uuid_is_caught(neff_bytes):
 # --- flipped bytes (fuzzing) ------------------------------------------------------------
 
 _FLIP_MESSAGES = (
-    "not a NEFF file", "unsupported NEFF package version", "unsupported NEFF major version",
-    "truncated NEFF", "trailing bytes", "corrupted NEFF", "invalid NEFF header",
+    "not a NEFF file",
+    "unsupported NEFF package version",
+    "unsupported NEFF major version",
+    "truncated NEFF",
+    "trailing bytes",
+    "corrupted NEFF",
+    "invalid NEFF header",
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=st.data())
 def test_flipped_header_bytes_are_detected(neff_bytes, data):
     position = data.draw(st.integers(0, 1023), label="position")
@@ -149,7 +165,9 @@ def test_flipped_header_bytes_are_detected(neff_bytes, data):
     assert any(fragment in str(caught.value) for fragment in _FLIP_MESSAGES), str(caught.value)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=st.data())
 def test_flipped_tarball_bytes_are_detected(neff_bytes, data):
     positions = data.draw(
@@ -171,7 +189,9 @@ def test_zip_file():
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr("model.bin", np.arange(1000, dtype=np.float32).tobytes())
-    with pytest.raises(NeffError, match=r"not a NEFF file \(header_size field is \d+, expected 1024\)"):
+    with pytest.raises(
+        NeffError, match=r"not a NEFF file \(header_size field is \d+, expected 1024\)"
+    ):
         read_neff(buffer.getvalue())
 
 
@@ -215,7 +235,9 @@ def test_valid_header_around_truncated_gzip(sample_neff):
 # --- malicious tarballs (valid header and hash) ------------------------------------------
 
 
-@pytest.mark.parametrize("path", ["../evil.txt", "/etc/passwd", "sg00/../../x", "sg00//x", "./manifest.json"])
+@pytest.mark.parametrize(
+    "path", ["../evil.txt", "/etc/passwd", "sg00/../../x", "sg00//x", "./manifest.json"]
+)
 def test_path_traversal_member(sample_neff, path):
     tarball = tar_bytes([*_members(sample_neff), (path, b"boom")])
     with pytest.raises(NeffError, match="unsafe path in tarball: member"):
@@ -224,8 +246,13 @@ def test_path_traversal_member(sample_neff, path):
 
 @pytest.mark.parametrize(
     "kind, fragment",
-    [(tarfile.SYMTYPE, "a symbolic link"), (tarfile.DIRTYPE, "a directory"),
-     (tarfile.LNKTYPE, "a hard link"), (tarfile.CHRTYPE, "a device"), (tarfile.FIFOTYPE, "a FIFO")],
+    [
+        (tarfile.SYMTYPE, "a symbolic link"),
+        (tarfile.DIRTYPE, "a directory"),
+        (tarfile.LNKTYPE, "a hard link"),
+        (tarfile.CHRTYPE, "a device"),
+        (tarfile.FIFOTYPE, "a FIFO"),
+    ],
 )
 def test_non_regular_member(sample_neff, kind, fragment):
     info = tarfile.TarInfo("sg00/link")
@@ -243,7 +270,9 @@ def test_duplicate_member(sample_neff):
         read_neff(seal(tarball))
 
 
-@pytest.mark.parametrize("missing", ["manifest.json", "sg00/def.json", "sg00/program.mlirbc", "sg00/weights.json"])
+@pytest.mark.parametrize(
+    "missing", ["manifest.json", "sg00/def.json", "sg00/program.mlirbc", "sg00/weights.json"]
+)
 def test_missing_required_member(sample_neff, missing):
     tarball = tar_bytes(_members(sample_neff, **{missing: None}))
     with pytest.raises(NeffError, match=f"tarball lacks the required member {missing}"):
@@ -265,7 +294,9 @@ def test_definition_not_an_object(sample_neff):
 def test_weight_file_size_mismatch(sample_neff):
     tarball = tar_bytes(_members(sample_neff, **{"sg00/weights/w0.bin": b"\0" * 12}))
     with pytest.raises(
-        NeffError, match=r"weight file sg00/weights/w0.bin is 12 bytes, but sg00/weights.json says 40 \(float32\[10, 1\]\)"
+        NeffError,
+        match=r"weight file sg00/weights/w0.bin is 12 bytes, "
+        r"but sg00/weights.json says 40 \(float32\[10, 1\]\)",
     ):
         read_neff(seal(tarball))
 
@@ -278,21 +309,31 @@ def test_weight_file_content_mismatch(sample_neff):
 
 def test_weight_file_missing(sample_neff):
     tarball = tar_bytes(_members(sample_neff, **{"sg00/weights/w0.bin": None}))
-    with pytest.raises(NeffError, match="lists weight 'w0', but the tarball has no sg00/weights/w0.bin"):
+    with pytest.raises(
+        NeffError, match="lists weight 'w0', but the tarball has no sg00/weights/w0.bin"
+    ):
         read_neff(seal(tarball))
 
 
 def test_unlisted_weight_file(sample_neff):
     tarball = tar_bytes(_members(sample_neff, **{"sg00/weights/extra.bin": b"1234"}))
-    with pytest.raises(NeffError, match="member sg00/weights/extra.bin is not listed in sg00/weights.json"):
+    with pytest.raises(
+        NeffError, match="member sg00/weights/extra.bin is not listed in sg00/weights.json"
+    ):
         read_neff(seal(tarball))
 
 
 def _index(**entry_changes) -> bytes:
     import json
 
-    entry = {"name": "w", "dtype": "float32", "shape": [2], "size_bytes": 8,
-             "sha256": "0" * 64, "file": "sg00/weights/w.bin"}
+    entry = {
+        "name": "w",
+        "dtype": "float32",
+        "shape": [2],
+        "size_bytes": 8,
+        "sha256": "0" * 64,
+        "file": "sg00/weights/w.bin",
+    }
     entry.update(entry_changes)
     return json.dumps({"weights": [entry]}).encode()
 
@@ -310,7 +351,9 @@ def _index(**entry_changes) -> bytes:
     ],
 )
 def test_bad_weight_index_entry(sample_neff, changes, fragment):
-    members = _members(sample_neff, **{"sg00/weights.json": _index(**changes), "sg00/weights/w.bin": b"\0" * 8})
+    members = _members(
+        sample_neff, **{"sg00/weights.json": _index(**changes), "sg00/weights/w.bin": b"\0" * 8}
+    )
     with pytest.raises(NeffError, match=fragment):
         read_neff(seal(tar_bytes(members)))
 
@@ -320,7 +363,11 @@ def test_definition_names_missing_weight_file(sample_neff):
 
     definition = {"variables": [{"name": "q", "kind": "weight", "file": "sg00/weights/q.bin"}]}
     tarball = tar_bytes(_members(sample_neff, **{"sg00/def.json": json.dumps(definition).encode()}))
-    with pytest.raises(NeffError, match="sg00/def.json: weight variable 'q' names file 'sg00/weights/q.bin', which holds no weight"):
+    with pytest.raises(
+        NeffError,
+        match="sg00/def.json: weight variable 'q' names file 'sg00/weights/q.bin', "
+        "which holds no weight",
+    ):
         read_neff(seal(tarball))
 
 
@@ -328,14 +375,18 @@ def test_decompression_cap(sample_neff):
     sample_neff.weights["zeros"] = np.zeros(1 << 20, dtype=np.uint8)  # compresses to ~1 KiB
     data = write_neff(sample_neff)
     assert len(data) < 10_000
-    with pytest.raises(NeffError, match="tarball expands beyond max_total_bytes=1000 bytes; refusing"):
+    with pytest.raises(
+        NeffError, match="tarball expands beyond max_total_bytes=1000 bytes; refusing"
+    ):
         read_neff(data, max_total_bytes=1000)
 
 
 def test_uncompressed_size_cap(sample_neff):
     sample_neff.compression = "none"
     data = write_neff(sample_neff)
-    with pytest.raises(NeffError, match=rf"tarball is {len(data) - 1024} bytes, more than max_total_bytes=3000"):
+    with pytest.raises(
+        NeffError, match=rf"tarball is {len(data) - 1024} bytes, more than max_total_bytes=3000"
+    ):
         read_neff(data, max_total_bytes=3000)
 
 
@@ -349,13 +400,17 @@ def test_member_cut_short(sample_neff):
     # A plain tar whose last member's data is cut off, resealed with a valid hash.
     tarball = tar_bytes(_members(sample_neff, **{"sg00/zz.bin": b"x" * 5000}))
     end = tarball.rindex(b"x" * 100) + 100
-    with pytest.raises(NeffError, match="tarball member 'sg00/zz.bin' is cut short: its 5000 bytes end at offset"):
+    with pytest.raises(
+        NeffError, match="tarball member 'sg00/zz.bin' is cut short: its 5000 bytes end at offset"
+    ):
         read_neff(seal(tarball[: end - 3000]))
 
 
 def test_gzip_with_trailing_garbage(sample_neff):
     tarball = gzip.compress(tar_bytes(_members(sample_neff)), mtime=0) + b"junk"
-    with pytest.raises(NeffError, match="unexpected bytes after the end of the gzip-compressed tarball"):
+    with pytest.raises(
+        NeffError, match="unexpected bytes after the end of the gzip-compressed tarball"
+    ):
         read_neff(seal(tarball))
 
 

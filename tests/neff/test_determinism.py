@@ -64,8 +64,13 @@ def test_tar_members_are_sorted_with_fixed_metadata(program):
     names = [member.name for member in members]
     assert names == sorted(names)
     assert names == [
-        "manifest.json", "sg00/def.json", "sg00/program.mlirbc", "sg00/schedule.json",
-        "sg00/weights.json", "sg00/weights/scale.bin", "sg00/weights/w0.bin",
+        "manifest.json",
+        "sg00/def.json",
+        "sg00/program.mlirbc",
+        "sg00/schedule.json",
+        "sg00/weights.json",
+        "sg00/weights/scale.bin",
+        "sg00/weights/w0.bin",
     ]
     for member in members:
         assert member.isreg()
@@ -75,7 +80,9 @@ def test_tar_members_are_sorted_with_fixed_metadata(program):
 
 def test_weight_files_are_raw_little_endian_bytes(program):
     weights = {"w": np.arange(6, dtype=np.int32).reshape(2, 3)}
-    tar_bytes = gzip.decompress(write_neff(make_neff(program, weights=weights, definition={}))[1024:])
+    tar_bytes = gzip.decompress(
+        write_neff(make_neff(program, weights=weights, definition={}))[1024:]
+    )
     with tarfile.open(fileobj=io.BytesIO(tar_bytes)) as tar:
         raw = tar.extractfile("sg00/weights/w.bin").read()
     assert raw == np.arange(6, dtype="<i4").tobytes()

@@ -16,11 +16,20 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "neff-format.md"
 # The layout from design.md / the public neff_header_t, written out independently of
 # the implementation's table so a change there cannot go unnoticed.
 EXPECTED_LAYOUT = [
-    ("pkg_version", 0, 8), ("header_size", 8, 8), ("data_size", 16, 8),
-    ("neff_version_major", 24, 8), ("neff_version_minor", 32, 8),
-    ("neff_build_version", 40, 128), ("num_tpb", 168, 4), ("hash", 172, 32),
-    ("uuid", 204, 16), ("name", 220, 256), ("requested_tpb_count", 476, 4),
-    ("tpb_per_node", 480, 64), ("feature_bits", 544, 8), ("lnc_size", 552, 4),
+    ("pkg_version", 0, 8),
+    ("header_size", 8, 8),
+    ("data_size", 16, 8),
+    ("neff_version_major", 24, 8),
+    ("neff_version_minor", 32, 8),
+    ("neff_build_version", 40, 128),
+    ("num_tpb", 168, 4),
+    ("hash", 172, 32),
+    ("uuid", 204, 16),
+    ("name", 220, 256),
+    ("requested_tpb_count", 476, 4),
+    ("tpb_per_node", 480, 64),
+    ("feature_bits", 544, 8),
+    ("lnc_size", 552, 4),
     ("padding", 556, 468),
 ]
 
@@ -31,8 +40,14 @@ def test_field_table_matches_the_public_layout():
 
 
 def test_raw_bytes_at_documented_offsets(program):
-    neff = make_neff(program, name="my-model", num_tpb=2, lnc_size=1, feature_bits=0x1234,
-                     build_version="torchneuron 0.1.0+test")
+    neff = make_neff(
+        program,
+        name="my-model",
+        num_tpb=2,
+        lnc_size=1,
+        feature_bits=0x1234,
+        build_version="torchneuron 0.1.0+test",
+    )
     data = write_neff(neff)
     u64 = lambda offset: struct.unpack_from("<Q", data, offset)[0]  # noqa: E731
     u32 = lambda offset: struct.unpack_from("<I", data, offset)[0]  # noqa: E731

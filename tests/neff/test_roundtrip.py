@@ -39,8 +39,20 @@ def test_every_dtype_and_shape_round_trips(program, dtype_name, shape):
 
 
 def test_required_dtypes_are_supported():
-    required = {"float32", "float64", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2",
-                "int8", "int16", "int32", "int64", "uint8", "bool"}
+    required = {
+        "float32",
+        "float64",
+        "float16",
+        "bfloat16",
+        "float8_e4m3fn",
+        "float8_e5m2",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "bool",
+    }
     assert required <= set(WEIGHT_DTYPES)
     assert WEIGHT_DTYPES["bfloat16"] == np.dtype(ml_dtypes.bfloat16)
 
@@ -71,8 +83,13 @@ def test_program_is_a_loadable_portable_artifact(sample_neff):
 
 
 def test_header_fields_are_exposed(sample_neff):
-    neff = make_neff(sample_neff.program, num_tpb=4, lnc_size=1, feature_bits=0x5,
-                     build_version="torchneuron 9.9")
+    neff = make_neff(
+        sample_neff.program,
+        num_tpb=4,
+        lnc_size=1,
+        feature_bits=0x5,
+        build_version="torchneuron 9.9",
+    )
     back = read_neff(write_neff(neff))
     header = back.header
     assert header is not None
@@ -100,7 +117,9 @@ def test_non_contiguous_and_big_endian_inputs_are_stored_little_endian(program):
     base = np.arange(24, dtype=np.int32).reshape(4, 6)
     transposed = base.T
     big = np.arange(5, dtype=">f8")
-    back = read_neff(write_neff(make_neff(program, weights={"t": transposed, "b": big}, definition={})))
+    back = read_neff(
+        write_neff(make_neff(program, weights={"t": transposed, "b": big}, definition={}))
+    )
     np.testing.assert_array_equal(back.weights["t"], transposed)
     np.testing.assert_array_equal(back.weights["b"], big)
     assert back.weights["b"].dtype == np.dtype("<f8")

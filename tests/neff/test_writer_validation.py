@@ -86,12 +86,25 @@ def test_extra_file_must_be_bytes(program):
 
 
 def test_definition_must_agree_with_weights(program):
-    definition = {"variables": [{"name": "w0", "kind": "weight", "file": weight_file_path("w0"),
-                                 "shape": [5], "dtype": "float32"}]}
-    with pytest.raises(NeffError, match=r"weight variable 'w0' has shape \[5\], but its file holds \[10, 1\]"):
+    definition = {
+        "variables": [
+            {
+                "name": "w0",
+                "kind": "weight",
+                "file": weight_file_path("w0"),
+                "shape": [5],
+                "dtype": "float32",
+            }
+        ]
+    }
+    with pytest.raises(
+        NeffError, match=r"weight variable 'w0' has shape \[5\], but its file holds \[10, 1\]"
+    ):
         write_neff(make_neff(program, definition=definition))
     definition["variables"][0]["file"] = weight_file_path("nope")
-    with pytest.raises(NeffError, match="names file 'sg00/weights/nope.bin', which holds no weight"):
+    with pytest.raises(
+        NeffError, match="names file 'sg00/weights/nope.bin', which holds no weight"
+    ):
         write_neff(make_neff(program, definition=definition))
 
 

@@ -39,8 +39,10 @@ def is_reserved_member(path: str) -> bool:
 
 
 def check_extra_file_path(path: object) -> str:
-    if not isinstance(path, str) or len(path) > MAX_PATH_LENGTH or not all(
-        _PATH_COMPONENT.fullmatch(part) for part in path.split("/")
+    if (
+        not isinstance(path, str)
+        or len(path) > MAX_PATH_LENGTH
+        or not all(_PATH_COMPONENT.fullmatch(part) for part in path.split("/"))
     ):
         raise NeffError(
             f"extra file path {path!r} is not a safe relative path: use '/'-separated "
@@ -69,7 +71,11 @@ def canonical_json(value: Any, what: str) -> bytes:
         raise NeffError(f"{what} must be a dict, got {type(value).__name__}")
     try:
         text = json.dumps(
-            value, sort_keys=True, indent=2, ensure_ascii=True, allow_nan=False,
+            value,
+            sort_keys=True,
+            indent=2,
+            ensure_ascii=True,
+            allow_nan=False,
             default=_json_default,
         )
     except (TypeError, ValueError) as error:

@@ -8,7 +8,9 @@ import numpy as np
 
 from torchneuron.neff.container import Neff
 from torchneuron.neff.header import HEADER_SIZE, NeffHeader
+from torchneuron.neff.reader import check_header
 from torchneuron.neff.weights import weight_dtype_name
+from torchneuron.neff.writer import build_members, write_neff
 
 
 def _size(count: int) -> str:
@@ -29,11 +31,6 @@ def _tensor_type(spec: Any) -> str:
 
 def _header_of(neff: Neff) -> tuple[NeffHeader, dict[str, int]]:
     """The header and member sizes, from the file read or by packing ``neff`` now."""
-    # Imported here: the writer and reader import this package's container module, and
-    # describe is the only place that needs both directions.
-    from torchneuron.neff.reader import check_header
-    from torchneuron.neff.writer import build_members, write_neff
-
     header = neff.header
     if header is None:
         header = check_header(memoryview(write_neff(neff)))
@@ -51,7 +48,7 @@ def describe(neff: Neff) -> str:
         f"  pkg_version          {header.pkg_version}",
         f"  header_size          {header.header_size}",
         f"  data_size            {header.data_size} ({_size(header.data_size)}, "
-        f"{neff.compression} tarball)",
+        f"{'uncompressed' if neff.compression == 'none' else neff.compression} tarball)",
         f"  neff_version         {header.neff_version_major}.{header.neff_version_minor}",
         f"  neff_build_version   {header.build_version}",
         f"  num_tpb              {header.num_tpb}",

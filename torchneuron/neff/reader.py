@@ -43,9 +43,10 @@ from torchneuron.neff.header import (
 from torchneuron.neff.weights import WEIGHTS_DIR, check_index_entry, decode_weight
 
 MAX_MEMBERS = 100_000
-DEFAULT_MAX_TOTAL_BYTES = 64 << 30  # 64 GiB of member data: a whole Trainium2 chip's worth
+# Cap on the uncompressed tarball, so a small gzip bomb cannot exhaust memory;
+# 64 GiB of weights is most of a Trainium2 chip's HBM.
+DEFAULT_MAX_TOTAL_BYTES = 64 << 30
 MAX_JSON_BYTES = 256 << 20
-_TAR_OVERHEAD_PER_MEMBER = 2048  # a member header plus a possible PAX header
 _GZIP_MAGIC = b"\x1f\x8b"
 _DECOMPRESS_CHUNK = 1 << 22
 
@@ -105,7 +106,8 @@ def check_header(data: memoryview) -> NeffHeader:
     fields = unpack_header_fields(data[:HEADER_SIZE])
     if fields["header_size"] != HEADER_SIZE:
         raise NeffError(
-            f"not a NEFF file (header_size field is {fields['header_size']}, expected {HEADER_SIZE})"
+            f"not a NEFF file (header_size field is {fields['header_size']}, "
+            f"expected {HEADER_SIZE})"
         )
     if fields["pkg_version"] not in KNOWN_PKG_VERSIONS:
         raise NeffError(
@@ -122,12 +124,11 @@ def check_header(data: memoryview) -> NeffHeader:
         )
     data_size, present = fields["data_size"], size - HEADER_SIZE
     if data_size > present:
-        raise NeffError(
-            f"truncated NEFF: header says {data_size} data bytes, file has {present}"
-        )
+        raise NeffError(f"truncated NEFF: header says {data_size} data bytes, file has {present}")
     if data_size < present:
         raise NeffError(
-            f"trailing bytes after NEFF data: header says {data_size} data bytes, file has {present}"
+            f"trailing bytes after NEFF data: header says {data_size} data bytes, "
+            f"file has {present}"
         )
     digest = hashlib.sha256(data[HEADER_SIZE:]).digest()
     if digest != fields["hash"]:
@@ -156,20 +157,18 @@ def parse_neff(
     view = memoryview(data).cast("B")
     header = check_header(view)
     compression, tarball = _decompress(view[HEADER_SIZE:], max_total_bytes)
-    members = _list_members(tarball, max_total_bytes)
+    members = _list_members(tarball)
     return _build_neff(header, compression, tarball, members)
-
-
-def _tar_size_cap(max_total_bytes: int) -> int:
-    return max_total_bytes + _TAR_OVERHEAD_PER_MEMBER * (MAX_MEMBERS + 10)
 
 
 def _decompress(stored: memoryview, max_total_bytes: int) -> tuple[str, memoryview]:
     """The uncompressed tar bytes, as a writable buffer, and the compression found."""
+    cap = max_total_bytes
     if bytes(stored[:2]) != _GZIP_MAGIC:
+        if len(stored) > cap:
+            raise NeffError(f"tarball is {len(stored)} bytes, more than max_total_bytes={cap}")
         # Weight arrays are views into this buffer: copy once if the caller's is read-only.
         return "none", (stored if not stored.readonly else memoryview(bytearray(stored)))
-    cap = _tar_size_cap(max_total_bytes)
     decompressor = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # gzip framing, CRC checked
     output = bytearray()
     position = 0
@@ -185,7 +184,7 @@ def _decompress(stored: memoryview, max_total_bytes: int) -> tuple[str, memoryvi
             output += decompressor.decompress(chunk, _DECOMPRESS_CHUNK)
             if len(output) > cap:
                 raise NeffError(
-                    f"tarball expands beyond {cap} bytes (max_total_bytes={max_total_bytes}); "
+                    f"tarball expands beyond max_total_bytes={cap} bytes; "
                     "refusing to decompress further"
                 )
     except zlib.error as error:
@@ -256,10 +255,9 @@ def _check_member_path(path: str) -> str:
     return path
 
 
-def _list_members(tarball: memoryview, max_total_bytes: int) -> dict[str, tuple[int, int]]:
+def _list_members(tarball: memoryview) -> dict[str, tuple[int, int]]:
     """path -> (data offset, size) for every member, after the safety checks."""
     members: dict[str, tuple[int, int]] = {}
-    total = 0
     try:
         with tarfile.open(fileobj=_BufferFile(tarball), mode="r:") as tar:
             while (info := tar.next()) is not None:
@@ -273,12 +271,6 @@ def _list_members(tarball: memoryview, max_total_bytes: int) -> dict[str, tuple[
                     )
                 if path in members:
                     raise NeffError(f"tarball has member {path!r} twice")
-                total += info.size
-                if total > max_total_bytes:
-                    raise NeffError(
-                        f"tarball members hold more than {max_total_bytes} bytes "
-                        f"(max_total_bytes); refusing to read {path!r}"
-                    )
                 end = info.offset_data + info.size
                 if end > len(tarball):
                     raise NeffError(
@@ -321,7 +313,9 @@ def _build_neff(
     if not isinstance(entries, list):
         raise NeffError(f"{WEIGHT_INDEX_PATH} must have a 'weights' list")
     if index.get("byte_order", "little") != "little":
-        raise NeffError(f"{WEIGHT_INDEX_PATH} has byte_order {index['byte_order']!r}, expected 'little'")
+        raise NeffError(
+            f"{WEIGHT_INDEX_PATH} has byte_order {index['byte_order']!r}, expected 'little'"
+        )
 
     weights = {}
     entries_by_file = {}
@@ -331,7 +325,9 @@ def _build_neff(
             raise NeffError(f"{WEIGHT_INDEX_PATH} lists weight {name!r} twice")
         file = entry["file"]
         if file not in members:
-            raise NeffError(f"{WEIGHT_INDEX_PATH} lists weight {name!r}, but the tarball has no {file}")
+            raise NeffError(
+                f"{WEIGHT_INDEX_PATH} lists weight {name!r}, but the tarball has no {file}"
+            )
         offset, stored_size = members[file]
         if stored_size != size:
             raise NeffError(

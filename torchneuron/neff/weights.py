@@ -127,8 +127,10 @@ def check_index_entry(entry: object, where: str) -> tuple[str, np.dtype, tuple[i
             f"needs {expected_size}"
         )
     if entry["file"] != WEIGHTS_DIR + name + WEIGHT_FILE_SUFFIX:
-        raise NeffError(f"{where}: weight {name!r} names file {entry['file']!r}, "
-                        f"expected {WEIGHTS_DIR + name + WEIGHT_FILE_SUFFIX!r}")
+        raise NeffError(
+            f"{where}: weight {name!r} names file {entry['file']!r}, "
+            f"expected {WEIGHTS_DIR + name + WEIGHT_FILE_SUFFIX!r}"
+        )
     if not isinstance(entry["sha256"], str):
         raise NeffError(f"{where}: weight {name!r} has a non-string sha256")
     return name, dtype, tuple(shape), size

@@ -75,7 +75,9 @@ def build_members(neff: Neff) -> dict[str, bytes]:
         PROGRAM_PATH: _as_bytes(neff.program, "program"),
     }
     if not isinstance(neff.weights, dict):
-        raise NeffError(f"weights must be a dict of name -> array, got {type(neff.weights).__name__}")
+        raise NeffError(
+            f"weights must be a dict of name -> array, got {type(neff.weights).__name__}"
+        )
     entries = []
     for name in sorted(neff.weights, key=str):
         entry, data = encode_weight(name, neff.weights[name])
@@ -88,13 +90,17 @@ def build_members(neff: Neff) -> dict[str, bytes]:
         neff.definition, {entry["file"]: entry for entry in entries}, "definition (sg00/def.json)"
     )
     if not isinstance(neff.extra_files, dict):
-        raise NeffError(f"extra_files must be a dict of path -> bytes, got {type(neff.extra_files).__name__}")
+        raise NeffError(
+            f"extra_files must be a dict of path -> bytes, got {type(neff.extra_files).__name__}"
+        )
     for path, data in neff.extra_files.items():
         members[check_extra_file_path(path)] = _as_bytes(data, f"extra file {path!r}")
     return dict(sorted(members.items()))
 
 
-def pack_tarball(members: dict[str, bytes], compression: str, gzip_level: int = DEFAULT_GZIP_LEVEL) -> bytes:
+def pack_tarball(
+    members: dict[str, bytes], compression: str, gzip_level: int = DEFAULT_GZIP_LEVEL
+) -> bytes:
     """A deterministic tarball (optionally gzip-compressed) holding ``members``."""
     if compression not in COMPRESSIONS:
         raise NeffError(f"compression {compression!r} is not one of {', '.join(COMPRESSIONS)}")
@@ -155,8 +161,9 @@ def assemble_neff(
     return header + tarball
 
 
-def write_neff(neff: Neff, path: str | os.PathLike[str] | None = None, *,
-               gzip_level: int = DEFAULT_GZIP_LEVEL) -> bytes:
+def write_neff(
+    neff: Neff, path: str | os.PathLike[str] | None = None, *, gzip_level: int = DEFAULT_GZIP_LEVEL
+) -> bytes:
     """Serialise ``neff`` to NEFF bytes; with ``path``, also write the file atomically.
 
     The file appears complete or not at all: bytes go to a temporary file in the same
