@@ -194,7 +194,7 @@ class _Compilation:
         return str(self.module)
 
     def _neff(self) -> str:
-        from torchneuron.neff import Neff, describe, write_neff
+        from torchneuron.neff import Neff, describe, weight_file_path, write_neff
 
         arguments, results = _signature_of(self.module)
         weight_arrays = self._weight_arrays(arguments)
@@ -203,7 +203,7 @@ class _Compilation:
         outputs = self._named_outputs(results)
         variables = [
             {**a, "size_bytes": _size_bytes(a)}
-            | ({"file": f"weights/{a['name']}.bin"} if a["kind"] == "weight" else {})
+            | ({"file": weight_file_path(a["name"])} if a["kind"] == "weight" else {})
             for a in arguments
         ] + [{**o, "kind": "output", "size_bytes": _size_bytes(o)} for o in outputs]
         source_hash = hashlib.sha256(self.artifacts["fx"].encode()).hexdigest()
