@@ -1,0 +1,285 @@
+"""The one table of emulated hardware: Trainium2 and Trainium3 figures, each with its source.
+
+Every number the runtime uses to model a chip (core counts, logical NeuronCore
+configuration, HBM capacity and bandwidth, engine clocks and throughputs, on-chip
+memories, DMA engines) lives here, in ``CHIPS``. Each ``ChipSpec`` carries a
+``sources`` mapping from field name to the public aws-neuron-sdk documentation
+page the figure was taken from, so a reader can check any figure; where public
+pages disagree, the comment next to the figure says which one we chose and why.
+
+Throughput keys use torch-style dtype names (``"bfloat16"``, ``"float32"`` ...)
+plus ``"tfloat32"``, ``"float8"`` (either FP8 format), ``"mxfp8"`` and ``"mxfp4"``.
+Engine throughput tables have a ``"default"`` entry for dtypes not listed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+KiB = 1024
+MiB = 1024 * KiB
+GiB = 1024 * MiB
+
+_DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest"
+TRAINIUM2_PAGE = f"{_DOCS}/about-neuron/arch/neuron-hardware/trainium2.html"
+NEURONCORE_V3_PAGE = f"{_DOCS}/about-neuron/arch/neuron-hardware/neuron-core-v3.html"
+TRAINIUM2_NKI_PAGE = f"{_DOCS}/nki/arch/trainium2_arch.html"
+# The Trn2 instance page (trn2.48xlarge: 16 Trainium2 chips); its exact address was not verified.
+TRN2_INSTANCE_PAGE = f"{_DOCS}/about-neuron/arch/neuron-hardware/trn2-arch.html"
+TRAINIUM3_PAGE = f"{_DOCS}/about-neuron/arch/neuron-hardware/trainium3.html"
+NEURONCORE_V4_PAGE = f"{_DOCS}/about-neuron/arch/neuron-hardware/neuron-core-v4.html"
+TRAINIUM3_NKI_PAGE = f"{_DOCS}/nki/about/trainium3_arch.html"
+LNC_PAGE = f"{_DOCS}/general/arch/neuron-features/logical-neuroncore-config.html"
+# States that neuronx-cc defaults to LNC=2 on Trn2 and later.
+LNC_DEFAULT_PAGE = f"{_DOCS}/compiler/error-codes/EVRF066.html"
+NKI_LNC_PAGE = f"{_DOCS}/nki/get-started/about/lnc.html"
+
+
+def _frozen(mapping: Mapping) -> Mapping:
+    return MappingProxyType(dict(mapping))
+
+
+@dataclass(frozen=True)
+class TensorEngineSpec:
+    """The systolic-array matrix engine of one physical NeuronCore."""
+
+    rows: int
+    cols: int
+    clock_hz: float
+    # Dense TFLOPS of one physical core, by input dtype.
+    tflops_per_core: Mapping[str, float]
+    # Largest stationary operand one matmul instruction takes (partition x free).
+    max_stationary: tuple[int, int]
+    # Largest free dimension of the moving operand: one PSUM bank of fp32.
+    max_moving_free: int
+
+    def flops_per_core(self, dtype: str) -> float:
+        """Dense FLOP/s of one physical core for matmul inputs of ``dtype``."""
+        if dtype in self.tflops_per_core:
+            return self.tflops_per_core[dtype] * 1e12
+        if dtype.startswith("float8"):
+            return self.tflops_per_core["float8"] * 1e12
+        raise KeyError(
+            f"TensorEngine has no throughput figure for dtype {dtype!r}; "
+            f"known: {sorted(self.tflops_per_core)}"
+        )
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """An element-wise engine (Vector, Scalar or GpSimd) of one physical NeuronCore."""
+
+    name: str
+    clock_hz: float
+    # Elements processed per cycle by dtype; "default" covers dtypes not listed.
+    elems_per_cycle: Mapping[str, int]
+
+    def elements_per_second(self, dtype: str) -> float:
+        """Peak elements/s of this engine for operands of ``dtype``."""
+        per_cycle = self.elems_per_cycle.get(dtype)
+        if per_cycle is None and dtype.startswith("float8"):
+            per_cycle = self.elems_per_cycle.get("float8")
+        if per_cycle is None:
+            per_cycle = self.elems_per_cycle["default"]
+        return per_cycle * self.clock_hz
+
+
+@dataclass(frozen=True)
+class ChipSpec:
+    """One Trainium chip generation as the emulator models it."""
+
+    name: str  # platform target name, as in NEURON_PLATFORM_TARGET_OVERRIDE
+    marketing_name: str
+    core_version: str
+    physical_cores_per_chip: int
+    default_lnc: int
+    supported_lnc: tuple[int, ...]
+    hbm_bytes_per_chip: int
+    hbm_bandwidth_bytes_per_s: float
+    dma_engines_per_chip: int
+    # Dense TFLOPS of the whole chip as the chip page states it.
+    chip_dense_tflops: Mapping[str, float]
+    tensor_engine: TensorEngineSpec
+    vector_engine: EngineSpec
+    scalar_engine: EngineSpec
+    gpsimd_engine: EngineSpec
+    sbuf_partitions: int
+    sbuf_bytes_per_partition: int
+    psum_bytes_per_partition: int
+    psum_banks: int
+    # Chips in the largest single instance we emulate; bounds NEURON_RT_VISIBLE_CORES.
+    chips_per_node: int
+    instance_name: str
+    sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def sbuf_bytes_per_core(self) -> int:
+        return self.sbuf_partitions * self.sbuf_bytes_per_partition
+
+    @property
+    def psum_bytes_per_core(self) -> int:
+        return self.sbuf_partitions * self.psum_bytes_per_partition
+
+    def check_lnc(self, lnc: int) -> None:
+        """Raise ValueError if ``lnc`` is not a logical core size this chip supports."""
+        if lnc not in self.supported_lnc:
+            raise ValueError(
+                f"{self.marketing_name} ({self.name}) supports LNC in {list(self.supported_lnc)}, "
+                f"not {lnc}"
+            )
+
+    def logical_cores_per_chip(self, lnc: int) -> int:
+        """Logical NeuronCores one chip exposes when ``lnc`` physical cores form one."""
+        self.check_lnc(lnc)
+        return self.physical_cores_per_chip // lnc
+
+    def hbm_bytes_per_logical_core(self, lnc: int) -> int:
+        """The chip's HBM split evenly over its logical cores."""
+        return self.hbm_bytes_per_chip // self.logical_cores_per_chip(lnc)
+
+    def hbm_bandwidth_per_logical_core(self, lnc: int) -> float:
+        return self.hbm_bandwidth_bytes_per_s / self.logical_cores_per_chip(lnc)
+
+    def tensor_flops_per_logical_core(self, dtype: str, lnc: int) -> float:
+        """Dense matmul FLOP/s of one logical core: ``lnc`` physical TensorEngines."""
+        self.check_lnc(lnc)
+        return self.tensor_engine.flops_per_core(dtype) * lnc
+
+
+TRN2 = ChipSpec(
+    name="trn2",
+    marketing_name="Trainium2",
+    core_version="NeuronCore-v3",
+    physical_cores_per_chip=8,
+    default_lnc=2,
+    supported_lnc=(1, 2),
+    hbm_bytes_per_chip=96 * GiB,
+    # The chip page and the current NKI guide say 2.9 TB/s; an older NKI guide said 3 TB/s.
+    hbm_bandwidth_bytes_per_s=2.9e12,
+    dma_engines_per_chip=128,
+    # The chip page's totals exceed 8x the per-core figures (8 x 79 = 632 < 667; 8 x 20 = 160 <
+    # 181); both are kept as published. Timing models should use the per-core figures.
+    chip_dense_tflops=_frozen(
+        {"bfloat16": 667, "float16": 667, "tfloat32": 667, "float8": 1299, "float32": 181}
+    ),
+    tensor_engine=TensorEngineSpec(
+        rows=128,
+        cols=128,
+        # 128 x 128 MACs x 2 FLOP x 2.4 GHz = 78.6 TFLOPS, matching the published 79.
+        clock_hz=2.4e9,
+        tflops_per_core=_frozen(
+            {"bfloat16": 79, "float16": 79, "tfloat32": 79, "float8": 158, "float32": 20}
+        ),
+        max_stationary=(128, 128),
+        max_moving_free=512,
+    ),
+    vector_engine=EngineSpec(
+        "VectorE", clock_hz=0.96e9, elems_per_cycle=_frozen({"bfloat16": 512, "float16": 512, "default": 256})
+    ),
+    scalar_engine=EngineSpec("ScalarE", clock_hz=1.2e9, elems_per_cycle=_frozen({"default": 128})),
+    # 8 general-purpose cores with 512-bit SIMD: 8 x 16 fp32 lanes per cycle.
+    gpsimd_engine=EngineSpec("GpSimdE", clock_hz=1.2e9, elems_per_cycle=_frozen({"default": 128})),
+    sbuf_partitions=128,
+    # The NKI guide gives 24 MiB (128 x 192 KiB) usable by kernels; the core page says 28 MB of
+    # on-chip SRAM in total. We model what a kernel can address.
+    sbuf_bytes_per_partition=192 * KiB,
+    psum_bytes_per_partition=16 * KiB,
+    psum_banks=8,
+    chips_per_node=16,
+    instance_name="trn2.48xlarge",
+    sources=_frozen(
+        {
+            "physical_cores_per_chip": TRAINIUM2_PAGE,
+            "default_lnc": LNC_DEFAULT_PAGE,
+            "supported_lnc": NKI_LNC_PAGE,
+            "hbm_bytes_per_chip": TRAINIUM2_NKI_PAGE,
+            "hbm_bandwidth_bytes_per_s": TRAINIUM2_NKI_PAGE,
+            "dma_engines_per_chip": TRAINIUM2_NKI_PAGE,
+            "chip_dense_tflops": TRAINIUM2_PAGE,
+            "tensor_engine": NEURONCORE_V3_PAGE,
+            "tensor_engine.max_stationary": TRAINIUM2_NKI_PAGE,
+            "vector_engine": TRAINIUM2_NKI_PAGE,
+            "scalar_engine": TRAINIUM2_NKI_PAGE,
+            "gpsimd_engine": TRAINIUM2_NKI_PAGE,
+            "sbuf_bytes_per_partition": TRAINIUM2_NKI_PAGE,
+            "psum_bytes_per_partition": TRAINIUM2_NKI_PAGE,
+            "chips_per_node": TRN2_INSTANCE_PAGE,
+        }
+    ),
+)
+
+TRN3 = ChipSpec(
+    name="trn3",
+    marketing_name="Trainium3",
+    core_version="NeuronCore-v4",
+    physical_cores_per_chip=8,
+    default_lnc=2,
+    supported_lnc=(1, 2),
+    hbm_bytes_per_chip=144 * GiB,
+    # The chip page says 4.9 TB/s; the NKI guide says 4.7 TB/s. We take the chip page.
+    hbm_bandwidth_bytes_per_s=4.9e12,
+    dma_engines_per_chip=128,
+    chip_dense_tflops=_frozen(
+        {"bfloat16": 671, "float16": 671, "tfloat32": 671, "mxfp8": 2517, "mxfp4": 2517, "float32": 183}
+    ),
+    tensor_engine=TensorEngineSpec(
+        rows=128,
+        cols=128,
+        clock_hz=2.4e9,
+        tflops_per_core=_frozen(
+            {"bfloat16": 79, "float16": 79, "tfloat32": 79, "mxfp8": 315, "mxfp4": 315, "float32": 20}
+        ),
+        max_stationary=(128, 128),
+        max_moving_free=512,
+    ),
+    vector_engine=EngineSpec(
+        "VectorE",
+        clock_hz=1.2e9,
+        elems_per_cycle=_frozen({"bfloat16": 512, "float16": 512, "float8": 512, "default": 256}),
+    ),
+    scalar_engine=EngineSpec(
+        "ScalarE",
+        clock_hz=1.2e9,
+        elems_per_cycle=_frozen({"bfloat16": 256, "float16": 256, "float8": 256, "default": 128}),
+    ),
+    gpsimd_engine=EngineSpec("GpSimdE", clock_hz=1.2e9, elems_per_cycle=_frozen({"default": 128})),
+    sbuf_partitions=128,
+    sbuf_bytes_per_partition=256 * KiB,
+    psum_bytes_per_partition=16 * KiB,
+    psum_banks=8,
+    # No public per-instance chip count found for Trn3 (UltraServers hold 64-144 chips); we
+    # assume a 16-chip node like trn2.48xlarge so NEURON_RT_VISIBLE_CORES behaves alike.
+    chips_per_node=16,
+    instance_name="trn3 (16-chip node, assumed)",
+    sources=_frozen(
+        {
+            "physical_cores_per_chip": TRAINIUM3_PAGE,
+            "default_lnc": LNC_DEFAULT_PAGE,
+            "supported_lnc": NKI_LNC_PAGE,
+            "hbm_bytes_per_chip": TRAINIUM3_PAGE,
+            "hbm_bandwidth_bytes_per_s": TRAINIUM3_PAGE,
+            "dma_engines_per_chip": TRAINIUM3_NKI_PAGE,
+            "chip_dense_tflops": TRAINIUM3_PAGE,
+            "tensor_engine": NEURONCORE_V4_PAGE,
+            "tensor_engine.max_stationary": TRAINIUM3_NKI_PAGE,
+            "vector_engine": TRAINIUM3_NKI_PAGE,
+            "scalar_engine": TRAINIUM3_NKI_PAGE,
+            "gpsimd_engine": TRAINIUM3_NKI_PAGE,
+            "sbuf_bytes_per_partition": TRAINIUM3_NKI_PAGE,
+            "psum_bytes_per_partition": TRAINIUM3_NKI_PAGE,
+            "chips_per_node": "assumption (see comment in hardware.py)",
+        }
+    ),
+)
+
+CHIPS: Mapping[str, ChipSpec] = MappingProxyType({"trn2": TRN2, "trn3": TRN3})
+
+
+def chip(target: str) -> ChipSpec:
+    """The ``ChipSpec`` for a platform target name ("trn2" or "trn3")."""
+    try:
+        return CHIPS[target]
+    except KeyError:
+        raise ValueError(f"unknown Neuron target {target!r}; known targets: {sorted(CHIPS)}") from None

@@ -1,0 +1,317 @@
+"""Loading a NEFF onto an emulated NeuronCore and executing it.
+
+``load_neff`` checks the NEFF against the core (target, LNC), its ``sg00/def.json``
+against its weights and its program's ``@main`` signature, accounts the program
+and every weight against the core's HBM, compiles the program (cached) and
+uploads the weights once. ``LoadedNeff.execute`` validates the inputs, accounts
+the execution's input and output buffers against HBM for the duration of the
+call, and runs the program.
+
+Argument order follows def.json: ``@main`` takes the ``input`` and ``weight``
+variables in the order they are listed; its results are the ``output`` variables
+in order. Variables of other kinds (state, temporaries) are not arguments.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import weakref
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from torchneuron.runtime.core import NeuronCore, get_core
+from torchneuron.runtime.dtypes import dtype_name, numpy_dtype
+from torchneuron.runtime.errors import NeuronRuntimeError
+from torchneuron.runtime.executor import DEFAULT_EXECUTOR, PreparedProgram, get_executor
+from torchneuron.runtime.program import TensorType
+from torchneuron.runtime.topology import LNC_VAR, TARGET_VAR
+
+ARGUMENT_KINDS = ("input", "weight")
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One input, output or weight of a loaded NEFF, as def.json declares it."""
+
+    name: str
+    kind: str
+    shape: tuple[int, ...]
+    dtype: str  # torch-style name
+    numpy_dtype: np.dtype
+    nbytes: int
+
+    @property
+    def tensor_type(self) -> TensorType:
+        return TensorType(self.shape, self.dtype)
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.name!r}: {self.dtype}{list(self.shape)}"
+
+
+def load_neff(
+    neff_or_source: Any,
+    core: int | NeuronCore = 0,
+    *,
+    executor: str = DEFAULT_EXECUTOR,
+) -> "LoadedNeff":
+    """Load a NEFF (a ``Neff``, NEFF bytes, or a path to a .neff file) onto a visible core.
+
+    ``core`` is a device index into the visible cores (or a ``NeuronCore``). Raises
+    ``NeuronRuntimeError`` for a NEFF that does not fit this topology or is internally
+    inconsistent, ``NeuronOutOfMemoryError`` when its weights do not fit in HBM (nothing
+    stays allocated then), and ``NeffError`` for a file that is not a valid NEFF.
+    """
+    neff = _as_neff(neff_or_source)
+    target_core = core if isinstance(core, NeuronCore) else get_core(core)
+    return LoadedNeff(neff, target_core, get_executor(executor))
+
+
+def _as_neff(source: Any) -> Any:
+    if isinstance(source, (bytes, bytearray, memoryview, str, os.PathLike)):
+        from torchneuron.neff import read_neff
+
+        return read_neff(source)
+    if all(hasattr(source, attr) for attr in ("name", "manifest", "definition", "program", "weights")):
+        return source
+    raise TypeError(
+        f"load_neff expects a Neff, NEFF bytes or a file path, got {type(source).__name__}"
+    )
+
+
+def _release(allocator, handles: list[int]) -> None:
+    # Runs from unload() or from the garbage collector; must not touch the LoadedNeff.
+    while handles:
+        allocator.free(handles.pop())
+
+
+class LoadedNeff:
+    """A NEFF resident on one NeuronCore: weights uploaded, program compiled."""
+
+    def __init__(self, neff: Any, core: NeuronCore, executor: Any) -> None:
+        self.name: str = str(neff.name)
+        self.label = f"NEFF {self.name!r}"
+        self.core = core
+        self.manifest: dict = dict(neff.manifest or {})
+        self.definition: dict = dict(neff.definition or {})
+        self.executor_name: str = executor.name
+        self._check_target(neff)
+
+        variables = self._parse_variables()
+        self.input_specs: tuple[TensorSpec, ...] = tuple(v for v in variables if v.kind == "input")
+        self.output_specs: tuple[TensorSpec, ...] = tuple(v for v in variables if v.kind == "output")
+        self.weight_specs: tuple[TensorSpec, ...] = tuple(v for v in variables if v.kind == "weight")
+        arguments = [v for v in variables if v.kind in ARGUMENT_KINDS]
+        input_index = {spec.name: i for i, spec in enumerate(self.input_specs)}
+        argument_plan = [input_index[v.name] if v.kind == "input" else None for v in arguments]
+        weight_arrays = [self._weight_array(neff, spec) for spec in self.weight_specs]
+
+        program = neff.program
+        if not isinstance(program, (bytes, bytearray, memoryview)) or len(program) == 0:
+            raise NeuronRuntimeError(f"{self.label} has no program")
+        self.prepared: PreparedProgram = executor.prepare(program, self.label)
+        self._check_signature(arguments)
+
+        # HBM: the program and each weight stay resident until unload; allocate all
+        # before uploading anything, and give everything back if one does not fit.
+        hbm = core.hbm
+        self._handles: list[int] = []
+        self._finalizer = weakref.finalize(self, _release, hbm, self._handles)
+        try:
+            self._handles.append(hbm.allocate(len(program), f"program of {self.label}"))
+            for spec in self.weight_specs:
+                self._handles.append(hbm.allocate(spec.nbytes, f"weight {spec.name!r} of {self.label}"))
+        except BaseException:
+            self._finalizer()
+            raise
+        self.resident_bytes = len(program) + sum(spec.nbytes for spec in self.weight_specs)
+        self.execution_bytes = sum(s.nbytes for s in self.input_specs) + sum(
+            s.nbytes for s in self.output_specs
+        )
+        try:
+            weight_buffers = [executor.upload_weight(array) for array in weight_arrays]
+            self._run = executor.make_runner(
+                self.prepared, argument_plan, [s.tensor_type for s in self.input_specs],
+                weight_buffers,
+            )
+        except BaseException:
+            self._finalizer()
+            raise
+        self._execution_tag = f"execution buffers of {self.label}"
+        self._input_count = len(self.input_specs)
+        self._input_checks = [(spec.shape, spec.numpy_dtype) for spec in self.input_specs]
+
+    # -- loading checks -------------------------------------------------------
+
+    def _check_target(self, neff: Any) -> None:
+        core = self.core
+        target = self.manifest.get("target")
+        if target is not None and target != core.target:
+            raise NeuronRuntimeError(
+                f"{self.label} was compiled for {target}, but {core.description} is a "
+                f"{core.target}: recompile for {core.target}, or set {TARGET_VAR}={target}"
+            )
+        lnc = self.manifest.get("lnc", getattr(neff, "lnc_size", None))
+        if lnc is not None and lnc != core.lnc:
+            raise NeuronRuntimeError(
+                f"{self.label} was compiled for LNC={lnc}, but {core.description} runs at "
+                f"LNC={core.lnc}: recompile with LNC={core.lnc}, or set {LNC_VAR}={lnc}"
+            )
+
+    def _parse_variables(self) -> list[TensorSpec]:
+        variables = self.definition.get("variables")
+        if not isinstance(variables, list):
+            raise NeuronRuntimeError(f"{self.label}: sg00/def.json has no 'variables' list")
+        specs: list[TensorSpec] = []
+        seen: set[str] = set()
+        for position, variable in enumerate(variables):
+            where = f"{self.label}: sg00/def.json variables[{position}]"
+            if not isinstance(variable, dict):
+                raise NeuronRuntimeError(f"{where} is not an object")
+            kind = variable.get("kind")
+            if kind not in ("input", "output", "weight"):
+                continue
+            name = variable.get("name")
+            if not isinstance(name, str) or not name:
+                raise NeuronRuntimeError(f"{where} ({kind}) has no name")
+            if name in seen:
+                raise NeuronRuntimeError(f"{where}: variable name {name!r} appears twice")
+            seen.add(name)
+            where = f"{self.label}: {kind} {name!r}"
+            shape = variable.get("shape")
+            if not isinstance(shape, (list, tuple)) or not all(
+                isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
+            ):
+                raise NeuronRuntimeError(f"{where} has shape {shape!r}, not a list of sizes >= 0")
+            dtype = numpy_dtype(variable.get("dtype"), where)
+            nbytes = math.prod(shape) * dtype.itemsize
+            declared = variable.get("size_bytes")
+            if declared is not None and declared != nbytes:
+                raise NeuronRuntimeError(
+                    f"{where} declares size_bytes {declared}, but "
+                    f"{variable['dtype']}{list(shape)} takes {nbytes} bytes"
+                )
+            specs.append(TensorSpec(name, kind, tuple(shape), variable["dtype"], dtype, nbytes))
+        return specs
+
+    def _weight_array(self, neff: Any, spec: TensorSpec) -> np.ndarray:
+        weights = neff.weights or {}
+        if spec.name not in weights:
+            raise NeuronRuntimeError(
+                f"{self.label}: weight {spec.name!r} is declared in def.json but the NEFF "
+                f"holds no data for it (weights present: {sorted(weights) or 'none'})"
+            )
+        array = np.asarray(weights[spec.name])
+        if array.shape != spec.shape or array.dtype != spec.numpy_dtype:
+            raise NeuronRuntimeError(
+                f"{self.label}: weight {spec.name!r} holds {dtype_name(array.dtype)}"
+                f"{list(array.shape)}, but def.json declares {spec.dtype}{list(spec.shape)}"
+            )
+        return array
+
+    def _check_signature(self, arguments: list[TensorSpec]) -> None:
+        signature = self.prepared.signature
+        for what, declared, actual in (
+            ("arguments", arguments, signature.arguments),
+            ("results", list(self.output_specs), signature.results),
+        ):
+            if len(declared) != len(actual):
+                raise NeuronRuntimeError(
+                    f"{self.label}: the program's @main has {len(actual)} {what}, but def.json "
+                    f"declares {len(declared)} ({', '.join(str(s) for s in declared) or 'none'})"
+                )
+            for position, (spec, program_type) in enumerate(zip(declared, actual)):
+                if spec.tensor_type != program_type:
+                    raise NeuronRuntimeError(
+                        f"{self.label}: @main {what[:-1]} {position} is {program_type}, but "
+                        f"def.json declares {spec}"
+                    )
+
+    # -- execution --------------------------------------------------------------
+
+    @property
+    def is_loaded(self) -> bool:
+        return self._finalizer.alive
+
+    def execute(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Run the program on ``inputs`` (numpy arrays, in def.json order).
+
+        Shapes and dtypes must match exactly; nothing is converted. Returns one new,
+        writable numpy array per output, with the declared dtypes.
+        """
+        if len(inputs) != self._input_count:
+            raise NeuronRuntimeError(
+                f"{self.label} takes {self._input_count} inputs "
+                f"({', '.join(repr(s.name) for s in self.input_specs) or 'none'}), "
+                f"got {len(inputs)}"
+            )
+        for index, (shape, dtype) in enumerate(self._input_checks):
+            array = inputs[index]
+            if type(array) is not np.ndarray or array.shape != shape or array.dtype != dtype:
+                inputs = self._checked_inputs(inputs, index)
+                break
+        if not self._finalizer.alive:
+            raise NeuronRuntimeError(f"{self.label} was unloaded from {self.core.description}")
+        hbm = self.core.hbm
+        handle = hbm.allocate(self.execution_bytes, self._execution_tag)
+        try:
+            return self._run(inputs)
+        finally:
+            hbm.free(handle)
+
+    __call__ = execute
+
+    def _checked_inputs(self, inputs: Sequence[Any], first: int) -> list[np.ndarray]:
+        # Slow path, reached only when an input is not exactly right: convert numpy
+        # scalars and array-likes, then report the first mismatch by name.
+        checked = list(inputs)
+        for index in range(first, self._input_count):
+            spec = self.input_specs[index]
+            array = checked[index]
+            where = f"{self.label}: input {index} ({spec.name!r})"
+            if not isinstance(array, np.ndarray):
+                if type(array).__module__.startswith("torch"):
+                    raise NeuronRuntimeError(
+                        f"{where} is a torch tensor; pass a numpy array "
+                        "(for example tensor.detach().cpu().numpy())"
+                    )
+                try:
+                    array = np.asarray(array)
+                except Exception as error:
+                    raise NeuronRuntimeError(
+                        f"{where} is a {type(array).__name__}, not an array: {error}"
+                    ) from None
+                checked[index] = array
+            if array.dtype != spec.numpy_dtype:
+                raise NeuronRuntimeError(
+                    f"{where} has dtype {dtype_name(array.dtype)}, expected {spec.dtype} "
+                    f"(inputs are never converted; cast with .astype(...) first)"
+                )
+            if array.shape != spec.shape:
+                raise NeuronRuntimeError(
+                    f"{where} has shape {list(array.shape)}, expected {list(spec.shape)}"
+                )
+        return checked
+
+    # -- unloading --------------------------------------------------------------
+
+    def unload(self) -> None:
+        """Give the program's and weights' HBM back; later executes raise. Idempotent."""
+        self._finalizer()
+        self._run = None
+
+    def __enter__(self) -> "LoadedNeff":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.unload()
+
+    def __repr__(self) -> str:
+        state = "loaded" if self.is_loaded else "unloaded"
+        return (
+            f"<LoadedNeff {self.name!r} on {self.core.description}, {state}: "
+            f"{len(self.input_specs)} inputs, {len(self.output_specs)} outputs, "
+            f"{len(self.weight_specs)} weights, {self.resident_bytes} bytes resident>"
+        )
