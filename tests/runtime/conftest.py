@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -17,8 +17,15 @@ from torchneuron.runtime.topology import ENV_VARS
 
 # torch-style dtype name -> MLIR element type
 MLIR_TYPES = {
-    "float32": "f32", "bfloat16": "bf16", "float16": "f16", "float64": "f64",
-    "int64": "i64", "int32": "i32", "int8": "i8", "uint8": "ui8", "bool": "i1",
+    "float32": "f32",
+    "bfloat16": "bf16",
+    "float16": "f16",
+    "float64": "f64",
+    "int64": "i64",
+    "int32": "i32",
+    "int8": "i8",
+    "uint8": "ui8",
+    "bool": "i1",
     "float8_e4m3fn": "f8E4M3FN",
 }
 
@@ -38,7 +45,10 @@ def portable_artifact(text: str) -> bytes:
 
 def variable(name: str, kind: str, shape: Sequence[int], dtype: str) -> dict:
     entry = {
-        "name": name, "kind": kind, "shape": list(shape), "dtype": dtype,
+        "name": name,
+        "kind": kind,
+        "shape": list(shape),
+        "dtype": dtype,
         "size_bytes": math.prod(shape) * numpy_dtype(dtype).itemsize,
     }
     if kind == "weight":
@@ -79,15 +89,20 @@ def make_neff(
     return read_neff(write_neff(neff)) if roundtrip else neff
 
 
-def binary_neff(op: str, dtype: str, shape: Sequence[int] = (2, 3), name: str | None = None) -> Neff:
+def binary_neff(
+    op: str, dtype: str, shape: Sequence[int] = (2, 3), name: str | None = None
+) -> Neff:
     """out = op(x, y) elementwise, e.g. op="add"."""
     t = tensor_type(shape, dtype)
     body = f"  %0 = stablehlo.{op} %x, %y : {t}\n  return %0 : {t}"
     return make_neff(
         name or f"{op}_{dtype}",
         body,
-        [variable("x", "input", shape, dtype), variable("y", "input", shape, dtype),
-         variable("out", "output", shape, dtype)],
+        [
+            variable("x", "input", shape, dtype),
+            variable("y", "input", shape, dtype),
+            variable("out", "output", shape, dtype),
+        ],
     )
 
 

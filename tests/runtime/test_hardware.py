@@ -10,10 +10,20 @@ from torchneuron.runtime import hardware
 from torchneuron.runtime.hardware import CHIPS, GiB, MiB
 
 FIGURE_FIELDS = (
-    "physical_cores_per_chip", "default_lnc", "supported_lnc", "hbm_bytes_per_chip",
-    "hbm_bandwidth_bytes_per_s", "dma_engines_per_chip", "chip_dense_tflops", "tensor_engine",
-    "vector_engine", "scalar_engine", "gpsimd_engine", "sbuf_bytes_per_partition",
-    "psum_bytes_per_partition", "chips_per_node",
+    "physical_cores_per_chip",
+    "default_lnc",
+    "supported_lnc",
+    "hbm_bytes_per_chip",
+    "hbm_bandwidth_bytes_per_s",
+    "dma_engines_per_chip",
+    "chip_dense_tflops",
+    "tensor_engine",
+    "vector_engine",
+    "scalar_engine",
+    "gpsimd_engine",
+    "sbuf_bytes_per_partition",
+    "psum_bytes_per_partition",
+    "chips_per_node",
 )
 
 
@@ -31,9 +41,8 @@ def test_every_figure_has_a_source(target):
     missing = [f for f in FIGURE_FIELDS if f not in chip.sources]
     assert not missing, f"{target}: no source for {missing}"
     for field, source in chip.sources.items():
-        assert source.startswith("https://awsdocs-neuron.readthedocs-hosted.com/") or (
-            source.startswith("assumption")
-        ), f"{target}.{field}: {source!r}"
+        known = ("https://awsdocs-neuron.readthedocs-hosted.com/", "assumption")
+        assert source.startswith(known), f"{target}.{field}: {source!r}"
 
 
 @pytest.mark.parametrize("target", ["trn2", "trn3"])
@@ -57,11 +66,15 @@ def test_trn2_low_precision_rates():
 def test_trn3_mx_rate_is_four_times_bf16():
     engine = CHIPS["trn3"].tensor_engine
     # 315 published vs 4 x 79 = 316: the published figures are rounded
-    assert engine.flops_per_core("mxfp8") == pytest.approx(4 * engine.flops_per_core("bfloat16"), rel=0.01)
+    assert engine.flops_per_core("mxfp8") == pytest.approx(
+        4 * engine.flops_per_core("bfloat16"), rel=0.01
+    )
 
 
-@pytest.mark.parametrize(("target", "dtype"), [("trn2", "bfloat16"), ("trn2", "float8"),
-                                               ("trn3", "bfloat16"), ("trn3", "mxfp8")])
+@pytest.mark.parametrize(
+    ("target", "dtype"),
+    [("trn2", "bfloat16"), ("trn2", "float8"), ("trn3", "bfloat16"), ("trn3", "mxfp8")],
+)
 def test_chip_totals_close_to_eight_cores(target, dtype):
     # Published chip totals run a few percent above 8 x the per-core figures (the table
     # keeps both as published); they must still describe the same 8-core chip.
@@ -75,13 +88,21 @@ def test_chip_totals_close_to_eight_cores(target, dtype):
 def test_fp32_chip_total_is_the_known_outlier():
     # 181 (trn2) and 183 (trn3) chip FP32 TFLOPS vs 8 x 20 per core: 13-15% apart.
     for chip in CHIPS.values():
-        ratio = chip.chip_dense_tflops["float32"] / (8 * chip.tensor_engine.tflops_per_core["float32"])
+        ratio = chip.chip_dense_tflops["float32"] / (
+            8 * chip.tensor_engine.tflops_per_core["float32"]
+        )
         assert 1.1 < ratio < 1.2
 
 
-@pytest.mark.parametrize(("target", "lnc", "cores", "hbm_gib"), [
-    ("trn2", 2, 4, 24), ("trn2", 1, 8, 12), ("trn3", 2, 4, 36), ("trn3", 1, 8, 18),
-])
+@pytest.mark.parametrize(
+    ("target", "lnc", "cores", "hbm_gib"),
+    [
+        ("trn2", 2, 4, 24),
+        ("trn2", 1, 8, 12),
+        ("trn3", 2, 4, 36),
+        ("trn3", 1, 8, 18),
+    ],
+)
 def test_lnc_divides_chip_into_logical_cores(target, lnc, cores, hbm_gib):
     chip = CHIPS[target]
     assert chip.logical_cores_per_chip(lnc) == cores
@@ -100,7 +121,9 @@ def test_defaults_and_memories():
     assert trn2.sbuf_bytes_per_core == 24 * MiB and trn3.sbuf_bytes_per_core == 32 * MiB
     assert trn2.psum_bytes_per_core == trn3.psum_bytes_per_core == 2 * MiB
     # one PSUM bank holds 512 fp32 per partition: the moving operand's free-dim limit
-    assert trn2.psum_bytes_per_partition // trn2.psum_banks // 4 == trn2.tensor_engine.max_moving_free
+    assert (
+        trn2.psum_bytes_per_partition // trn2.psum_banks // 4 == trn2.tensor_engine.max_moving_free
+    )
     assert trn2.dma_engines_per_chip == trn3.dma_engines_per_chip == 128
 
 
@@ -109,7 +132,9 @@ def test_engine_throughput_lookup():
     assert trn2.vector_engine.elements_per_second("bfloat16") == 512 * 0.96e9
     assert trn2.vector_engine.elements_per_second("float32") == 256 * 0.96e9
     assert trn3.vector_engine.elements_per_second("float8_e5m2") == 512 * 1.2e9
-    assert trn3.scalar_engine.elements_per_second("bfloat16") == 2 * trn2.scalar_engine.elements_per_second("bfloat16")
+    assert trn3.scalar_engine.elements_per_second(
+        "bfloat16"
+    ) == 2 * trn2.scalar_engine.elements_per_second("bfloat16")
 
 
 def test_table_is_read_only():

@@ -32,28 +32,38 @@ def test_trn3_target(monkeypatch):
     assert topo.chip.core_version == "NeuronCore-v4"
 
 
-@pytest.mark.parametrize(("value", "cores"), [
-    ("0-3", (0, 1, 2, 3)), ("1,3", (1, 3)), ("2", (2,)), ("0-1,4", (0, 1, 4)),
-    (" 5 - 6 ", (5, 6)), ("63", (63,)),
-])
+@pytest.mark.parametrize(
+    ("value", "cores"),
+    [
+        ("0-3", (0, 1, 2, 3)),
+        ("1,3", (1, 3)),
+        ("2", (2,)),
+        ("0-1,4", (0, 1, 4)),
+        (" 5 - 6 ", (5, 6)),
+        ("63", (63,)),
+    ],
+)
 def test_visible_cores(monkeypatch, value, cores):
     monkeypatch.setenv("NEURON_RT_VISIBLE_CORES", value)
     assert topology().cores == cores
     assert topology().device_count == len(cores)
 
 
-@pytest.mark.parametrize(("var", "value", "fragment"), [
-    ("NEURON_PLATFORM_TARGET_OVERRIDE", "trn9", "one of ['trn2', 'trn3']"),
-    ("NEURON_LOGICAL_NC_CONFIG", "3", "one of [1, 2] for trn2"),
-    ("NEURON_LOGICAL_NC_CONFIG", "two", "one of [1, 2]"),
-    ("NEURON_RT_VISIBLE_CORES", "3-1", "range 3-1 is empty"),
-    ("NEURON_RT_VISIBLE_CORES", "a", "logical core ids"),
-    ("NEURON_RT_VISIBLE_CORES", "1,1", "without repeats"),
-    ("NEURON_RT_VISIBLE_CORES", "64", "each below 64"),
-    ("TORCHNEURON_HBM_BYTES_PER_CORE", "0", "positive byte count"),
-    ("TORCHNEURON_HBM_BYTES_PER_CORE", "-5", "positive byte count"),
-    ("TORCHNEURON_HBM_BYTES_PER_CORE", "12XB", "positive byte count"),
-])
+@pytest.mark.parametrize(
+    ("var", "value", "fragment"),
+    [
+        ("NEURON_PLATFORM_TARGET_OVERRIDE", "trn9", "one of ['trn2', 'trn3']"),
+        ("NEURON_LOGICAL_NC_CONFIG", "3", "one of [1, 2] for trn2"),
+        ("NEURON_LOGICAL_NC_CONFIG", "two", "one of [1, 2]"),
+        ("NEURON_RT_VISIBLE_CORES", "3-1", "range 3-1 is empty"),
+        ("NEURON_RT_VISIBLE_CORES", "a", "logical core ids"),
+        ("NEURON_RT_VISIBLE_CORES", "1,1", "without repeats"),
+        ("NEURON_RT_VISIBLE_CORES", "64", "each below 64"),
+        ("TORCHNEURON_HBM_BYTES_PER_CORE", "0", "positive byte count"),
+        ("TORCHNEURON_HBM_BYTES_PER_CORE", "-5", "positive byte count"),
+        ("TORCHNEURON_HBM_BYTES_PER_CORE", "12XB", "positive byte count"),
+    ],
+)
 def test_invalid_values_name_variable_and_value(monkeypatch, var, value, fragment):
     monkeypatch.setenv(var, value)
     with pytest.raises(ValueError) as info:
@@ -65,15 +75,23 @@ def test_invalid_values_name_variable_and_value(monkeypatch, var, value, fragmen
 
 def test_visible_core_limit_follows_lnc():
     # LNC=1 exposes 8 logical cores per chip, so a 16-chip node has ids up to 127
-    assert build_topology({"NEURON_LOGICAL_NC_CONFIG": "1", "NEURON_RT_VISIBLE_CORES": "127"}).cores == (127,)
+    assert build_topology(
+        {"NEURON_LOGICAL_NC_CONFIG": "1", "NEURON_RT_VISIBLE_CORES": "127"}
+    ).cores == (127,)
     with pytest.raises(ValueError, match="each below 128"):
         build_topology({"NEURON_LOGICAL_NC_CONFIG": "1", "NEURON_RT_VISIBLE_CORES": "128"})
 
 
-@pytest.mark.parametrize(("value", "nbytes"), [
-    ("1048576", 1048576), ("64MiB", 64 * MiB), ("1.5GiB", int(1.5 * GiB)), ("500MB", 500_000_000),
-    ("2 k", 2048),
-])
+@pytest.mark.parametrize(
+    ("value", "nbytes"),
+    [
+        ("1048576", 1048576),
+        ("64MiB", 64 * MiB),
+        ("1.5GiB", int(1.5 * GiB)),
+        ("500MB", 500_000_000),
+        ("2 k", 2048),
+    ],
+)
 def test_hbm_override_units(monkeypatch, value, nbytes):
     assert parse_byte_size(value) == nbytes
     monkeypatch.setenv("TORCHNEURON_HBM_BYTES_PER_CORE", value)

@@ -39,9 +39,7 @@ class NeuronCore:
         return f"NeuronCore {self.index} ({where})"
 
     def __repr__(self) -> str:
-        return (
-            f"<{self.description}: HBM {self.hbm.allocated}/{self.hbm.capacity} bytes allocated>"
-        )
+        return f"<{self.description}: HBM {self.hbm.allocated}/{self.hbm.capacity} bytes allocated>"
 
 
 _lock = threading.Lock()

@@ -14,9 +14,9 @@ Engine throughput tables have a ``"default"`` entry for dtypes not listed.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -176,7 +176,9 @@ TRN2 = ChipSpec(
         max_moving_free=512,
     ),
     vector_engine=EngineSpec(
-        "VectorE", clock_hz=0.96e9, elems_per_cycle=_frozen({"bfloat16": 512, "float16": 512, "default": 256})
+        "VectorE",
+        clock_hz=0.96e9,
+        elems_per_cycle=_frozen({"bfloat16": 512, "float16": 512, "default": 256}),
     ),
     scalar_engine=EngineSpec("ScalarE", clock_hz=1.2e9, elems_per_cycle=_frozen({"default": 128})),
     # 8 general-purpose cores with 512-bit SIMD: 8 x 16 fp32 lanes per cycle.
@@ -222,14 +224,28 @@ TRN3 = ChipSpec(
     hbm_bandwidth_bytes_per_s=4.9e12,
     dma_engines_per_chip=128,
     chip_dense_tflops=_frozen(
-        {"bfloat16": 671, "float16": 671, "tfloat32": 671, "mxfp8": 2517, "mxfp4": 2517, "float32": 183}
+        {
+            "bfloat16": 671,
+            "float16": 671,
+            "tfloat32": 671,
+            "mxfp8": 2517,
+            "mxfp4": 2517,
+            "float32": 183,
+        }
     ),
     tensor_engine=TensorEngineSpec(
         rows=128,
         cols=128,
         clock_hz=2.4e9,
         tflops_per_core=_frozen(
-            {"bfloat16": 79, "float16": 79, "tfloat32": 79, "mxfp8": 315, "mxfp4": 315, "float32": 20}
+            {
+                "bfloat16": 79,
+                "float16": 79,
+                "tfloat32": 79,
+                "mxfp8": 315,
+                "mxfp4": 315,
+                "float32": 20,
+            }
         ),
         max_stationary=(128, 128),
         max_moving_free=512,
@@ -282,4 +298,6 @@ def chip(target: str) -> ChipSpec:
     try:
         return CHIPS[target]
     except KeyError:
-        raise ValueError(f"unknown Neuron target {target!r}; known targets: {sorted(CHIPS)}") from None
+        raise ValueError(
+            f"unknown Neuron target {target!r}; known targets: {sorted(CHIPS)}"
+        ) from None

@@ -17,8 +17,9 @@ from __future__ import annotations
 import math
 import os
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Self
 
 import numpy as np
 
@@ -56,7 +57,7 @@ def load_neff(
     core: int | NeuronCore = 0,
     *,
     executor: str = DEFAULT_EXECUTOR,
-) -> "LoadedNeff":
+) -> LoadedNeff:
     """Load a NEFF (a ``Neff``, NEFF bytes, or a path to a .neff file) onto a visible core.
 
     ``core`` is a device index into the visible cores (or a ``NeuronCore``). Raises
@@ -74,7 +75,9 @@ def _as_neff(source: Any) -> Any:
         from torchneuron.neff import read_neff
 
         return read_neff(source)
-    if all(hasattr(source, attr) for attr in ("name", "manifest", "definition", "program", "weights")):
+    if all(
+        hasattr(source, attr) for attr in ("name", "manifest", "definition", "program", "weights")
+    ):
         return source
     raise TypeError(
         f"load_neff expects a Neff, NEFF bytes or a file path, got {type(source).__name__}"
@@ -101,8 +104,12 @@ class LoadedNeff:
 
         variables = self._parse_variables()
         self.input_specs: tuple[TensorSpec, ...] = tuple(v for v in variables if v.kind == "input")
-        self.output_specs: tuple[TensorSpec, ...] = tuple(v for v in variables if v.kind == "output")
-        self.weight_specs: tuple[TensorSpec, ...] = tuple(v for v in variables if v.kind == "weight")
+        self.output_specs: tuple[TensorSpec, ...] = tuple(
+            v for v in variables if v.kind == "output"
+        )
+        self.weight_specs: tuple[TensorSpec, ...] = tuple(
+            v for v in variables if v.kind == "weight"
+        )
         arguments = [v for v in variables if v.kind in ARGUMENT_KINDS]
         input_index = {spec.name: i for i, spec in enumerate(self.input_specs)}
         argument_plan = [input_index[v.name] if v.kind == "input" else None for v in arguments]
@@ -122,7 +129,9 @@ class LoadedNeff:
         try:
             self._handles.append(hbm.allocate(len(program), f"program of {self.label}"))
             for spec in self.weight_specs:
-                self._handles.append(hbm.allocate(spec.nbytes, f"weight {spec.name!r} of {self.label}"))
+                self._handles.append(
+                    hbm.allocate(spec.nbytes, f"weight {spec.name!r} of {self.label}")
+                )
         except BaseException:
             self._finalizer()
             raise
@@ -133,7 +142,9 @@ class LoadedNeff:
         try:
             weight_buffers = [executor.upload_weight(array) for array in weight_arrays]
             self._run = executor.make_runner(
-                self.prepared, argument_plan, [s.tensor_type for s in self.input_specs],
+                self.prepared,
+                argument_plan,
+                [s.tensor_type for s in self.input_specs],
                 weight_buffers,
             )
         except BaseException:
@@ -302,10 +313,10 @@ class LoadedNeff:
         self._finalizer()
         self._run = None
 
-    def __enter__(self) -> "LoadedNeff":
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc_info: Any) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.unload()
 
     def __repr__(self) -> str:

@@ -31,7 +31,7 @@ class ProgramSignature:
 
 
 def program_signature(program: bytes, label: str) -> ProgramSignature:
-    """The argument and result types of ``@main`` in ``program``; NeuronRuntimeError if unreadable."""
+    """The argument and result types of ``@main``; NeuronRuntimeError if unreadable."""
     # Imported here: the MLIR bindings are only needed when a program is first prepared.
     from torch_mlir import ir
     from torch_mlir._mlir_libs import _stablehlo
@@ -54,7 +54,9 @@ def program_signature(program: bytes, label: str) -> ProgramSignature:
                 continue
             if ir.StringAttr(operation.attributes["sym_name"]).value != "main":
                 continue
-            function_type = ir.FunctionType(ir.TypeAttr(operation.attributes["function_type"]).value)
+            function_type = ir.FunctionType(
+                ir.TypeAttr(operation.attributes["function_type"]).value
+            )
             arguments = tuple(
                 _tensor_type(t, f"{label}: @main argument {i}", ir)
                 for i, t in enumerate(function_type.inputs)
@@ -74,7 +76,8 @@ def _tensor_type(mlir_type, where: str, ir) -> TensorType:
         raise NeuronRuntimeError(f"{where} has type {mlir_type}, not a ranked tensor") from None
     if not ranked.has_static_shape:
         raise NeuronRuntimeError(
-            f"{where} has type {mlir_type} with a dynamic dimension; the runtime needs static shapes"
+            f"{where} has type {mlir_type} with a dynamic dimension; "
+            "the runtime needs static shapes"
         )
     element = str(ranked.element_type)
     dtype = MLIR_ELEMENT_TYPES.get(element)

@@ -1,4 +1,4 @@
-"""Which NeuronCores this process sees, read from the same environment variables as the real runtime.
+"""Which NeuronCores this process sees, from the environment variables the real runtime reads.
 
 - ``NEURON_PLATFORM_TARGET_OVERRIDE``: ``trn2`` (default) or ``trn3``.
 - ``NEURON_LOGICAL_NC_CONFIG``: physical cores per logical core, 1 or 2 (default: the
@@ -97,7 +97,9 @@ def parse_visible_cores(value: str | None, chip: ChipSpec, lnc: int) -> tuple[in
         first = int(match.group(1))
         last = int(match.group(2)) if match.group(2) is not None else first
         if last < first:
-            raise _env_error(VISIBLE_CORES_VAR, value, expected + f" (range {first}-{last} is empty)")
+            raise _env_error(
+                VISIBLE_CORES_VAR, value, expected + f" (range {first}-{last} is empty)"
+            )
         cores.extend(range(first, last + 1))
     if any(core >= limit for core in cores) or len(set(cores)) != len(cores):
         raise _env_error(VISIBLE_CORES_VAR, value, expected)
@@ -105,11 +107,20 @@ def parse_visible_cores(value: str | None, chip: ChipSpec, lnc: int) -> tuple[in
 
 
 _UNITS = {
-    "": 1, "b": 1,
-    "k": 1024, "kib": 1024, "kb": 1000,
-    "m": 1024**2, "mib": 1024**2, "mb": 1000**2,
-    "g": 1024**3, "gib": 1024**3, "gb": 1000**3,
-    "t": 1024**4, "tib": 1024**4, "tb": 1000**4,
+    "": 1,
+    "b": 1,
+    "k": 1024,
+    "kib": 1024,
+    "kb": 1000,
+    "m": 1024**2,
+    "mib": 1024**2,
+    "mb": 1000**2,
+    "g": 1024**3,
+    "gib": 1024**3,
+    "gb": 1000**3,
+    "t": 1024**4,
+    "tib": 1024**4,
+    "tb": 1000**4,
 }
 
 
