@@ -393,3 +393,19 @@ def test_contract_names():
     assert isinstance(load_neff(binary_neff("add", "int32")), LoadedNeff)
     with pytest.raises(TypeError, match="load_neff expects a Neff, NEFF bytes or a file path"):
         load_neff(12)
+
+
+def test_float8_conversion_matches_ml_dtypes():
+    f32, f8 = tensor_type([6], "float32"), tensor_type([6], "float8_e4m3fn")
+    body = f"  %0 = stablehlo.convert %x : ({f32}) -> {f8}\n  return %0 : {f8}"
+    neff = make_neff(
+        "to_fp8",
+        body,
+        [variable("x", "input", [6], "float32"), variable("out", "output", [6], "float8_e4m3fn")],
+    )
+    x = np.array([0.0, 1.0, -2.5, 0.3, 448.0, 1e-3], np.float32)
+    (out,) = run(neff, x)
+    assert out.dtype == np.dtype(ml_dtypes.float8_e4m3fn)
+    np.testing.assert_array_equal(
+        out.view(np.uint8), x.astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
+    )
