@@ -36,8 +36,15 @@ STAGES = ("fx", "torch", "stablehlo", "optimized", "neff")
 WEIGHT_ATTR = "neuron.weight"
 INPUT_ATTR = "neuron.input"
 TARGETS = ("trn2", "trn3")
-# Logical NeuronCore size a NEFF is compiled for, per target (the chips' defaults).
-DEFAULT_LNC = {"trn2": 2, "trn3": 2}
+
+
+def logical_core_size(target: str) -> int:
+    """The LNC a NEFF for ``target`` is compiled for: the emulated topology's own when it
+    emulates that chip (``NEURON_LOGICAL_NC_CONFIG``), else the chip's default."""
+    from torchneuron.runtime import hardware, topology
+
+    current = topology()
+    return current.lnc if current.target == target else hardware.CHIPS[target].default_lnc
 
 
 @dataclass
@@ -207,6 +214,7 @@ class _Compilation:
             for a in arguments
         ] + [{**o, "kind": "output", "size_bytes": _size_bytes(o)} for o in outputs]
         source_hash = hashlib.sha256(self.artifacts["fx"].encode()).hexdigest()
+        lnc = logical_core_size(self.target)
         manifest = {
             "format": "torchneuron-neff",
             "name": self.name,
@@ -219,7 +227,7 @@ class _Compilation:
                 for a in arguments if a["kind"] == "weight"
             ],
             "target": self.target,
-            "lnc": DEFAULT_LNC[self.target],
+            "lnc": lnc,
             "versions": dependency_versions(),
             "pipeline": self.pipeline,
             "source_hash": source_hash,
@@ -233,7 +241,7 @@ class _Compilation:
             program=program,
             weights=weight_arrays,
             num_tpb=1,
-            lnc_size=DEFAULT_LNC[self.target],
+            lnc_size=lnc,
             build_version=build_version(),
         )
         self.neff = write_neff(neff)
@@ -418,6 +426,7 @@ def _cache_key(gm, name, target, pipeline, weights, output_names, stop_after) ->
         digest.update(weight_name.encode())
         digest.update(_tensor_digest(value))
     digest.update(repr(sorted(dependency_versions().items())).encode())
+    digest.update(f"lnc={logical_core_size(target)}".encode())
     return digest.hexdigest()
 
 
