@@ -384,8 +384,10 @@ struct NeuronHooks final : public at::PrivateUse1HooksInterface {
 // ---------------------------------------------------------------------------
 
 // A CPU tensor over the same bytes as `device_tensor` (same sizes, strides and
-// offset). It keeps the device storage alive for as long as it lives.
-at::Tensor host_alias(const at::Tensor& device_tensor) {
+// offset). It keeps the device storage alive for as long as it lives. A `resizable`
+// alias may be resized by a CPU kernel (out= arguments): it then moves to fresh host
+// memory, which the caller detects and copies back.
+at::Tensor host_alias(const at::Tensor& device_tensor, bool resizable) {
   if (device_tensor.device().type() != kNeuron) {
     return device_tensor;
   }
@@ -402,7 +404,7 @@ at::Tensor host_alias(const at::Tensor& device_tensor) {
       c10::DataPtr(base, keep_alive,
                    [](void* ctx) { delete static_cast<c10::Storage*>(ctx); },
                    c10::Device(at::kCPU)),
-      /*allocator=*/nullptr, /*resizable=*/false);
+      resizable ? c10::GetAllocator(c10::DeviceType::CPU) : nullptr, resizable);
   at::Tensor alias = at::empty({0}, options);
   alias.set_(host_storage, device_tensor.storage_offset(), device_tensor.sizes(),
              device_tensor.strides());
@@ -453,8 +455,8 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
   if (dst.numel() == 0) {
     return dst;
   }
-  at::Tensor dst_host = host_alias(dst);
-  dst_host.copy_(host_alias(self));
+  at::Tensor dst_host = host_alias(dst, false);
+  dst_host.copy_(host_alias(self, false));
   return dst;
 }
 
@@ -524,7 +526,7 @@ at::Tensor& set_empty(at::Tensor& self) {
 }
 
 at::Scalar local_scalar_dense(const at::Tensor& self) {
-  return host_alias(self).item();
+  return host_alias(self, false).item();
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -592,7 +594,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         THPGenerator_Wrap(default_generator(static_cast<c10::DeviceIndex>(index))));
   });
   m.def("host_alias", &host_alias,
-        "CPU tensor aliasing a neuron tensor's bytes (same sizes, strides, offset).");
+        "CPU tensor aliasing a neuron tensor's bytes (same sizes, strides, offset).",
+        pybind11::arg("tensor"), pybind11::arg("resizable") = false);
   m.def("resize_storage_bytes", [](const at::Tensor& tensor, size_t nbytes) {
     resize_storage_bytes(tensor.storage(), nbytes);
   });

@@ -3,7 +3,15 @@
 Stages (one sub-package each): ``lowering`` (FX -> torch dialect -> StableHLO),
 ``passes`` (pass manager and our passes), ``neff`` (the container format),
 ``runtime`` (emulated NeuronCores), ``compiler`` (drivers: stage table,
-torch.compile backend, ``neuronc`` CLI).
+torch.compile backend, eager per-op compiler, NEFF cache, ``neuronc`` CLI) and
+``device`` (the ``neuron`` PyTorch device, registered on import).
 """
 
 __version__ = "0.1.0"
+
+# Importing the package registers the `neuron` device (also done by the torch.backends
+# autoload entry point); a failure warns and leaves the device unregistered.
+from torchneuron.device import autoload as _autoload_device  # noqa: E402
+from torchneuron.device import get_fallback_ops  # noqa: E402,F401
+
+_autoload_device()

@@ -1,0 +1,19 @@
+"""The ``neuron`` device: PyTorch's PrivateUse1 backend renamed, on emulated NeuronCores.
+
+``register()`` (called by the ``torch.backends`` autoload entry point at the end
+of ``import torch``, or by ``import torchneuron``) installs everything:
+
+- ``_C`` (csrc/neuron_device.cpp): device storage allocator accounted against
+  each core's HBM, device guard (several devices per process), generators,
+  metadata and copy kernels;
+- ``module``: ``torch.neuron`` (device count, memory statistics, RNG, ...);
+- ``dispatch``: every other ATen op, compiled per op to a NEFF and run on the
+  emulated core (``torchneuron.compiler.eager``), or run on the CPU when it has
+  no lowering (``fallback``);
+- ``autocast``: ``torch.autocast("neuron", dtype=torch.bfloat16)``.
+"""
+
+from torchneuron.device.fallback import get_fallback_ops
+from torchneuron.device.registration import autoload, is_registered, register
+
+__all__ = ["autoload", "get_fallback_ops", "is_registered", "register"]

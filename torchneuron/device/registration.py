@@ -1,0 +1,109 @@
+"""Registering the ``neuron`` device with PyTorch.
+
+``autoload()`` is the ``torch.backends`` entry point PyTorch calls at the end
+of ``import torch`` (``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` turns that off; an
+explicit ``import torchneuron`` registers then). It must never break
+``import torch``: any error becomes a warning and the device stays unregistered.
+
+``register()`` is idempotent and does, in order: load the native layer and
+tell it how many cores the topology has; rename PrivateUse1 to ``neuron``;
+install the native hooks (generators, pinned memory, storage resize) and the
+allocator's HBM accounting; generate ``Tensor.neuron()``/``Module.neuron()``;
+register ``torch.neuron``; install the op kernels and autocast.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+import warnings
+
+import torch
+
+DEVICE_NAME = "neuron"
+
+_lock = threading.RLock()
+_registered = False
+_error: BaseException | None = None
+
+
+def is_registered() -> bool:
+    return _registered
+
+
+def registration_error() -> BaseException | None:
+    """Why the last ``register()`` failed, if it did."""
+    return _error
+
+
+def _load_native():
+    try:
+        from torchneuron.device import _C
+    except ImportError as error:
+        raise ImportError(
+            "torchneuron's native layer (torchneuron.device._C) is not built. It is built by "
+            "`pip install .` (or `pip install -e .`); from a source tree run "
+            f"`python setup.py build_ext --inplace`. Import error: {error}"
+        ) from error
+    return _C
+
+
+def register() -> None:
+    """Register the ``neuron`` device (PrivateUse1) with PyTorch; safe to call again."""
+    global _registered, _error
+    with _lock:
+        if _registered:
+            return
+        try:
+            _register()
+        except BaseException as error:
+            _error = error
+            raise
+        _registered = True
+        _error = None
+
+
+def _register() -> None:
+    current_name = torch._C._get_privateuse1_backend_name()
+    if current_name not in ("privateuseone", DEVICE_NAME):
+        raise RuntimeError(
+            f"cannot register the neuron device: PrivateUse1 is already taken by "
+            f"{current_name!r} in this process"
+        )
+    native = _load_native()
+    from torchneuron.runtime import topology
+
+    native.set_device_count(topology().device_count)
+    from torchneuron.device import memory
+
+    native.set_memory_hooks(memory.allocate_hook, memory.free_hook)
+    atexit.register(native.mark_shutdown)
+    if current_name != DEVICE_NAME:
+        torch.utils.rename_privateuse1_backend(DEVICE_NAME)
+    native.register_hooks()
+    if not hasattr(torch.Tensor, "is_neuron"):
+        torch.utils.generate_methods_for_privateuse1_backend(
+            for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
+        )
+    from torchneuron.device import module
+
+    if getattr(torch, DEVICE_NAME, None) is not module:
+        torch._register_device_module(DEVICE_NAME, module)
+    from torchneuron.device import autocast, dispatch
+
+    dispatch.install()
+    autocast.install()
+
+
+def autoload() -> None:
+    """``torch.backends`` entry point: register, turning any failure into a warning."""
+    try:
+        register()
+    except Exception as error:  # never break `import torch`
+        warnings.warn(
+            f"torchneuron: the neuron device could not be registered during `import torch` "
+            f"({type(error).__name__}: {error}). The 'neuron' device is unavailable in this "
+            "process; set TORCH_DEVICE_BACKEND_AUTOLOAD=0 to silence this.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
