@@ -18,7 +18,7 @@ Rewrites (``index`` scalars become ``tensor<i64>``):
 - ``arith.addi|subi|muli|divsi|maxsi|minsi a, b`` -> ``add|subtract|multiply|divide|maximum|minimum``
 - ``tensor.from_elements a, b, ..`` -> ``concatenate(reshape(a), reshape(b), ..)``
 - ``shape.shape_of x`` -> ``concatenate`` of each dimension size
-- ``shape.num_elements s`` -> product of ``slice(s, i)``
+- ``shape.num_elements s`` -> ``reshape(slice(s, 0)) * reshape(slice(s, 1)) * ..``
 """
 
 from __future__ import annotations
@@ -172,6 +172,10 @@ class _ShapeArithmetic:
         if operand is None:
             return
         target = ir.RankedTensorType.get([], _tensor_element_type(op.results[0].type))
+        if operand.type == target:
+            # index <-> i64: both are already the same i64 tensor
+            self.record(op, operand, "index-cast")
+            return
         converted = self.emit("stablehlo.convert", [operand], target, before=op)
         self.record(op, converted, "index-cast")
 
@@ -211,7 +215,7 @@ class _ShapeArithmetic:
             return
         length = ir.RankedTensorType(shape.type).get_dim_size(0)
         i64 = ir.IntegerType.get_signless(64)
-        product = self.i64_constant(1, [], before=op)
+        product = self.i64_constant(1, [], before=op) if length == 0 else None
         for i in range(length):
             element = self.emit(
                 "stablehlo.slice",
@@ -225,7 +229,10 @@ class _ShapeArithmetic:
                 before=op,
             )
             scalar = self.emit("stablehlo.reshape", [element], ir.RankedTensorType.get([], i64), before=op)
-            product = self.emit("stablehlo.multiply", [product, scalar], product.type, before=op)
+            if product is None:
+                product = scalar
+            else:
+                product = self.emit("stablehlo.multiply", [product, scalar], product.type, before=op)
         self.record(op, product, "num-elements")
 
     def redirect_tensor_uses(self) -> None:
