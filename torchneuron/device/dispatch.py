@@ -65,7 +65,7 @@ IMPLICIT_RANDOM_OPS = frozenset({"aten::native_dropout", "aten::_fused_dropout",
 COMPILED_CACHE_ENTRIES = 4096
 
 # How a schema argument is handled.
-TENSOR, OPTIONAL_TENSOR, TENSOR_LIST, OPTIONAL_TENSOR_LIST, SCALAR, GENERATOR, DEVICE, STATIC = range(8)
+TENSOR, OPTIONAL_TENSOR, TENSOR_LIST, OPTIONAL_TENSOR_LIST, SCALAR, SCALAR_LIST, GENERATOR, DEVICE, STATIC = range(9)
 
 _numpy_via_int = {
     torch.bfloat16: torch.int16,
@@ -135,6 +135,8 @@ def _argument_kind(arg) -> int:
         return OPTIONAL_TENSOR_LIST
     if text in ("number", "Optional[number]"):
         return SCALAR
+    if text == "List[number]":
+        return SCALAR_LIST
     if text == "Optional[Generator]":
         return GENERATOR
     if text in ("Device", "Optional[Device]"):
@@ -158,6 +160,9 @@ class OpPlan:
     returns_list: bool
     route: str  # "compiled" | "random" | "host"
     has_generator: bool
+    # Scalar arguments that are program inputs, and how to call the op with tensors there
+    lifted: frozenset = frozenset()
+    rewrite: Any = None
 
     def normalize(self, args: tuple, kwargs: dict) -> list:
         values = list(args)
@@ -226,6 +231,13 @@ def plan_for(op: torch._ops.OpOverload) -> OpPlan:
         route=route,
         has_generator=has_generator,
     )
+    if route == "compiled" and (SCALAR in kinds or SCALAR_LIST in kinds):
+        from torchneuron.device.scalars import rewrite_for
+
+        rewrite = rewrite_for(op)
+        if rewrite is not None:
+            plan.rewrite = rewrite
+            plan.lifted = frozenset(rewrite.positions) | frozenset(rewrite.list_positions)
     with _plans_lock:
         _plans[op] = plan
     return plan
@@ -286,8 +298,8 @@ def _device_of(plan: OpPlan, values: list) -> int:
         else:
             continue
         for tensor in tensors:
-            if tensor is None:
-                continue
+            if not isinstance(tensor, torch.Tensor):
+                continue  # None, or a Python number standing for a wrapped scalar
             device = tensor.device
             if device.type == DEVICE_TYPE:
                 if found is None:
@@ -339,6 +351,11 @@ def _signature(plan: OpPlan, values: list) -> tuple[tuple, list[torch.Tensor], l
     for position, value in enumerate(values):
         kind = kinds[position]
         if kind == TENSOR or (kind == OPTIONAL_TENSOR and value is not None):
+            if not isinstance(value, torch.Tensor):
+                # A Python number where a tensor goes (a wrapped scalar): a 0-d program input.
+                scalars.append(value)
+                key.append(("scalar", type(value).__name__))
+                continue
             tensors.append(value)
             key.append((value.dtype, value.shape, None if value.is_contiguous() else value.stride(),
                         value.device.type))
@@ -352,10 +369,15 @@ def _signature(plan: OpPlan, values: list) -> tuple[tuple, list[torch.Tensor], l
                     parts.append((item.dtype, item.shape,
                                   None if item.is_contiguous() else item.stride(), item.device.type))
             key.append(tuple(parts))
-        elif kind == SCALAR and value is not None and not isinstance(value, torch.Tensor):
+        elif kind == SCALAR and value is not None and position in plan.lifted:
             scalars.append(value)
             # bool < int < float < complex decide type promotion; the value does not.
-            key.append(("scalar", type(value)))
+            key.append(("scalar", type(value).__name__))
+        elif kind == SCALAR_LIST and position in plan.lifted:
+            scalars.extend(value)
+            key.append(("scalars", tuple(type(v).__name__ for v in value)))
+        elif kind == SCALAR:
+            key.append(("static", type(value).__name__, value))
         elif kind == DEVICE:
             key.append(None if value is None else torch.device(value).type)
         elif isinstance(value, list):
@@ -416,14 +438,23 @@ def _assemble(plan: OpPlan, values: list, entry: _Entry, outputs: list, device: 
     return results[0] if len(results) == 1 else tuple(results)
 
 
-def _scalar_dtype(value: Any) -> np.dtype:
+def _scalar_dtype(value: Any, tensors: list) -> np.dtype:
+    """The dtype of the 0-d input standing for a Python scalar.
+
+    Chosen so type promotion gives what a Python scalar gives: a 0-d tensor of a
+    higher category than the other operands would otherwise decide the result
+    dtype, so a float scalar is float64 only next to floating tensors (which then
+    win), and the default dtype otherwise.
+    """
     if isinstance(value, bool):
         return np.dtype(np.bool_)
     if isinstance(value, int):
         return np.dtype(np.int64)
     if isinstance(value, complex):
-        return np.dtype(np.complex64)
-    return np.dtype(np.float64)
+        return np.dtype(np.complex128 if any(t.is_complex() for t in tensors) else np.complex64)
+    if any(t.is_floating_point() or t.is_complex() for t in tensors):
+        return np.dtype(np.float64)
+    return _numpy_dtype(torch.get_default_dtype())
 
 
 def _compile(plan: OpPlan, values: list, key: tuple, tensors: list, scalars: list):
@@ -435,7 +466,7 @@ def _compile(plan: OpPlan, values: list, key: tuple, tensors: list, scalars: lis
         entry: _Entry | _HostOnly = _HostOnly(str(error), unsupported=True)
         _remember(key, entry)
         return entry
-    scalar_dtypes = tuple(_scalar_dtype(v) for v in scalars)
+    scalar_dtypes = tuple(_scalar_dtype(v, tensors) for v in scalars)
     traced_fn = _traceable(plan, values, len(tensors), scalar_dtypes)
     output_count = sum(1 for meta in fresh if meta is not None) + _mutated_count(plan, values)
     try:
@@ -467,7 +498,10 @@ def _torch_dtype_of_numpy(dtype: np.dtype) -> torch.dtype:
         np.dtype(np.bool_): torch.bool,
         np.dtype(np.int64): torch.int64,
         np.dtype(np.float64): torch.float64,
+        np.dtype(np.float32): torch.float32,
+        np.dtype(np.float16): torch.float16,
         np.dtype(np.complex64): torch.complex64,
+        np.dtype(np.complex128): torch.complex128,
     }[dtype]
 
 
@@ -568,13 +602,19 @@ def _traceable(plan: OpPlan, values: list, tensor_count: int, scalar_dtypes: tup
     """
     kinds = plan.kinds
     mutated = set(plan.mutated)
+    lifted = plan.lifted
+    perform = plan.rewrite.call if plan.rewrite is not None else plan.call
 
     def traced(*flat):
         tensors = iter(flat[:tensor_count])
+        scalars = iter(flat[tensor_count:])
         call_values = []
         for position, value in enumerate(values):
             kind = kinds[position]
             if kind == TENSOR or (kind == OPTIONAL_TENSOR and value is not None):
+                if not isinstance(value, torch.Tensor):
+                    call_values.append(next(scalars))
+                    continue
                 new = next(tensors)
                 if position in mutated:
                     new = new.clone()
@@ -588,11 +628,15 @@ def _traceable(plan: OpPlan, values: list, tensor_count: int, scalar_dtypes: tup
                         new = next(tensors)
                         items.append(new.clone() if position in mutated else new)
                 call_values.append(items)
+            elif kind == SCALAR and value is not None and position in lifted:
+                call_values.append(next(scalars))
+            elif kind == SCALAR_LIST and position in lifted:
+                call_values.append([next(scalars) for _ in value])
             elif kind == DEVICE and value is not None:
                 call_values.append(_CPU)
             else:
                 call_values.append(value)
-        result = plan.call(call_values)
+        result = perform(call_values)
         outputs = []
         if plan.returns_list:
             if plan.return_aliases[0] is None:
@@ -657,7 +701,7 @@ def run_on_host(plan: OpPlan, values: list, device: int) -> Any:
 
 
 def _host(value):
-    if value is None or value.device.type != DEVICE_TYPE:
+    if not isinstance(value, torch.Tensor) or value.device.type != DEVICE_TYPE:
         return value
     return _C.host_alias(value, True)
 

@@ -97,11 +97,13 @@ def _register() -> None:
 
 def autoload() -> None:
     """``torch.backends`` entry point: register, turning any failure into a warning."""
+    if _error is not None:
+        return  # already failed and warned in this process
     try:
         register()
     except Exception as error:  # never break `import torch`
         warnings.warn(
-            f"torchneuron: the neuron device could not be registered during `import torch` "
+            f"torchneuron: the neuron device could not be registered "
             f"({type(error).__name__}: {error}). The 'neuron' device is unavailable in this "
             "process; set TORCH_DEVICE_BACKEND_AUTOLOAD=0 to silence this.",
             RuntimeWarning,
