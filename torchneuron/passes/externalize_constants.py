@@ -50,7 +50,7 @@ def argument_attributes(function: ir.Operation) -> list[ir.DictAttr]:
     """The per-argument attribute dictionaries of a func.func (empty ones if it has none)."""
     count = len(ir.FunctionType(ir.TypeAttr(function.attributes["function_type"]).value).inputs)
     if "arg_attrs" not in function.attributes:
-        return [ir.DictAttr.get({}) for _ in range(count)]
+        return [ir.DictAttr.get({}, context=function.context) for _ in range(count)]
     return [ir.DictAttr(a) for a in ir.ArrayAttr(function.attributes["arg_attrs"])]
 
 
