@@ -687,6 +687,8 @@ def run_on_host(plan: OpPlan, values: list, device: int) -> Any:
     result = plan.call(host_values)
     for device_tensor, host in pairs:
         _write_back(device_tensor, host)
+    if not plan.return_aliases:
+        return None
     if not plan.returns_tensors:
         return result
     target = torch.device(DEVICE_TYPE, device)

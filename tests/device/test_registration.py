@@ -1,0 +1,70 @@
+"""Registration of the neuron device: autoload with `import torch`, opt-out, failure handling."""
+
+from __future__ import annotations
+
+import torch
+
+from tests.device.conftest import run_python
+
+SEED_EXAMPLE = """
+import torch
+model = torch.nn.Linear(10, 1)
+model = model.to('neuron')
+input_data = torch.randn(1, 10, device='neuron')
+output = model(input_data)
+print(output)
+"""
+
+
+def test_seed_example_runs_verbatim_after_only_import_torch():
+    result = run_python(SEED_EXAMPLE, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "1"})
+    assert result.returncode == 0, result.stderr
+    assert "device='neuron:0'" in result.stdout
+    assert "grad_fn=<AddmmBackward0>" in result.stdout
+    assert result.stdout.strip().startswith("tensor([[")
+
+
+def test_autoload_can_be_disabled_and_explicit_import_registers():
+    code = (
+        "import torch\n"
+        "print('before', hasattr(torch, 'neuron'))\n"
+        "import torchneuron\n"
+        "print('after', torch.neuron.device_count(), torch.ones(2, device='neuron').device)\n"
+    )
+    result = run_python(code, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
+    assert result.returncode == 0, result.stderr
+    assert "before False" in result.stdout
+    assert "after 4 neuron:0" in result.stdout
+
+
+def test_autoload_failure_warns_and_leaves_import_torch_working():
+    code = (
+        "import torch\n"
+        "print('imported', torch.ones(1).item(), hasattr(torch, 'neuron'))\n"
+        "print(torch._C._get_privateuse1_backend_name())\n"
+    )
+    result = run_python(code, env={"NEURON_PLATFORM_TARGET_OVERRIDE": "no-such-chip"})
+    assert result.returncode == 0, result.stderr
+    assert "imported 1.0 False" in result.stdout
+    assert "privateuseone" in result.stdout
+    assert "neuron device could not be registered" in result.stderr
+    assert result.stderr.count("could not be registered") == 1
+
+
+def test_device_is_privateuse1_renamed_and_accelerator_resolves_to_it():
+    assert torch._C._get_privateuse1_backend_name() == "neuron"
+    assert torch.accelerator.current_accelerator() == torch.device("neuron")
+    assert torch.accelerator.device_count() == torch.neuron.device_count()
+    assert torch.get_device_module("neuron") is torch.neuron
+    tensor = torch.ones(2).neuron()
+    assert tensor.is_neuron and tensor.device == torch.device("neuron", 0)
+    module = torch.nn.Linear(2, 2).neuron()
+    assert module.weight.device.type == "neuron"
+
+
+def test_register_is_idempotent():
+    import torchneuron.device as device
+
+    device.register()
+    device.register()
+    assert device.is_registered()
