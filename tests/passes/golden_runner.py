@@ -24,7 +24,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from torchneuron.passes import DEFAULT_PIPELINE, NEFF_PIPELINE, PassContext, PassManager, parse_module
+from torchneuron.passes import (
+    DEFAULT_PIPELINE,
+    NEFF_PIPELINE,
+    PassContext,
+    PassManager,
+    parse_module,
+)
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 _RUN_LINE = re.compile(r"^// RUN: (.+)$", re.MULTILINE)
@@ -41,9 +47,13 @@ def run_golden(path: Path) -> str:
     text = path.read_text()
     run_lines = _RUN_LINE.findall(text)
     if len(run_lines) != 1:
-        raise ValueError(f"{path}: expected exactly one '// RUN: <pipeline>' line, found {len(run_lines)}")
+        raise ValueError(
+            f"{path}: expected exactly one '// RUN: <pipeline>' line, found {len(run_lines)}"
+        )
     pipeline = run_lines[0].strip()
-    pipeline = pipeline.replace("$DEFAULT_PIPELINE", DEFAULT_PIPELINE).replace("$NEFF_PIPELINE", NEFF_PIPELINE)
+    pipeline = pipeline.replace("$DEFAULT_PIPELINE", DEFAULT_PIPELINE).replace(
+        "$NEFF_PIPELINE", NEFF_PIPELINE
+    )
     outputs = []
     for case in _SPLIT.split(text):
         module = parse_module(case)
@@ -56,7 +66,11 @@ def check_golden(path: Path) -> None:
     """Assert that FileCheck accepts the pipeline's output for ``path``."""
     output = run_golden(path)
     completed = subprocess.run(
-        [filecheck_executable(), str(path)], input=output, capture_output=True, text=True, check=False
+        [filecheck_executable(), str(path)],
+        input=output,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert completed.returncode == 0, (
         f"FileCheck failed for {path.name}:\n{completed.stdout}{completed.stderr}\n--- output ---\n{output}"

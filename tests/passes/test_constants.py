@@ -24,8 +24,27 @@ from torchneuron.passes.constants import (
     splat_scalar,
 )
 
-ELEMENT_TYPES = ["i1", "i4", "ui4", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64",
-                 "f16", "bf16", "f32", "f64", "f8E4M3FN", "f8E5M2", "f8E4M3FNUZ", "f8E5M2FNUZ"]
+ELEMENT_TYPES = [
+    "i1",
+    "i4",
+    "ui4",
+    "i8",
+    "i16",
+    "i32",
+    "i64",
+    "ui8",
+    "ui16",
+    "ui32",
+    "ui64",
+    "f16",
+    "bf16",
+    "f32",
+    "f64",
+    "f8E4M3FN",
+    "f8E5M2",
+    "f8E4M3FNUZ",
+    "f8E5M2FNUZ",
+]
 
 
 def _random(dtype: np.dtype, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
@@ -46,7 +65,11 @@ def _random(dtype: np.dtype, shape: tuple[int, ...], rng: np.random.Generator) -
 
 
 def _bits(array: np.ndarray) -> np.ndarray:
-    return array.view(np.uint8) if array.dtype.itemsize == 1 else array.view(f"u{array.dtype.itemsize}")
+    return (
+        array.view(np.uint8)
+        if array.dtype.itemsize == 1
+        else array.view(f"u{array.dtype.itemsize}")
+    )
 
 
 @pytest.fixture
@@ -83,7 +106,9 @@ def test_equal_elements_become_a_splat(context, element: str):
 
 
 def test_splat_to_a_given_shape_and_zero_d(context):
-    attr = numpy_to_elements_attr(np.array(2.5, dtype=ml_dtypes.bfloat16), ir.BF16Type.get(), [3, 4])
+    attr = numpy_to_elements_attr(
+        np.array(2.5, dtype=ml_dtypes.bfloat16), ir.BF16Type.get(), [3, 4]
+    )
     assert str(attr) == "dense<2.500000e+00> : tensor<3x4xbf16>"
     zero_d = numpy_to_elements_attr(np.array(7, dtype=np.int64), ir.IntegerType.get_signless(64))
     assert str(zero_d) == "dense<7> : tensor<i64>"
@@ -93,7 +118,9 @@ def test_splat_to_a_given_shape_and_zero_d(context):
 def test_mismatched_dtype_and_unknown_types_are_errors(context):
     with pytest.raises(UnsupportedConstantError, match="cannot be stored as MLIR 'f32'"):
         numpy_to_elements_attr(np.zeros(3, dtype=np.float64), ir.F32Type.get())
-    with pytest.raises(UnsupportedConstantError, match="no numpy dtype for MLIR element type 'index'"):
+    with pytest.raises(
+        UnsupportedConstantError, match="no numpy dtype for MLIR element type 'index'"
+    ):
         numpy_dtype_of(ir.IndexType.get())
 
 
@@ -115,11 +142,18 @@ def test_resource_blobs_are_read_from_the_module():
         #-}"""
     )
     blobs = read_resource_blobs(module)
-    assert blobs == {"weights.float32": bytes.fromhex("0000803F000000C0"), "mask": bytes.fromhex("010001")}
+    assert blobs == {
+        "weights.float32": bytes.fromhex("0000803F000000C0"),
+        "mask": bytes.fromhex("010001"),
+    }
     ops = list(module.body.operations[0].regions[0].blocks[0].operations)
     weights, mask = (op.operation.attributes["value"] for op in ops[:2])
     assert is_dense_resource(weights) and not is_dense_elements(weights)
-    np.testing.assert_array_equal(resource_to_numpy(weights, blobs), np.array([1.0, -2.0], np.float32))
+    np.testing.assert_array_equal(
+        resource_to_numpy(weights, blobs), np.array([1.0, -2.0], np.float32)
+    )
     np.testing.assert_array_equal(resource_to_numpy(mask, blobs), np.array([True, False, True]))
-    with pytest.raises(UnsupportedConstantError, match="holds 16 bytes, its type tensor<2xf32> needs 8"):
+    with pytest.raises(
+        UnsupportedConstantError, match="holds 16 bytes, its type tensor<2xf32> needs 8"
+    ):
         resource_to_numpy(weights, {"weights.float32": bytes(8 * 2)})

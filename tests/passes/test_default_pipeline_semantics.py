@@ -104,7 +104,9 @@ def test_default_pipeline_preserves_results(name: str):
         expected = model(*[torch.from_numpy(a) for a in inputs])
     expected = expected if isinstance(expected, tuple) else (expected,)
     for got, want in zip(after, expected):
-        np.testing.assert_allclose(got.astype(np.float64), want.float().numpy(), rtol=2e-2, atol=1e-5)
+        np.testing.assert_allclose(
+            got.astype(np.float64), want.float().numpy(), rtol=2e-2, atol=1e-5
+        )
     assert "arith." not in optimized
 
 

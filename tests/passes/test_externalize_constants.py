@@ -76,10 +76,14 @@ def test_threshold_is_exclusive_and_configurable():
           return %a : tensor<4xf32>
         }"""
     at_threshold = PassContext()
-    PassManager.from_pipeline("externalize-constants{threshold-bytes=16}").run(parse_module(text), at_threshold)
+    PassManager.from_pipeline("externalize-constants{threshold-bytes=16}").run(
+        parse_module(text), at_threshold
+    )
     assert at_threshold.weights == {}
     below = PassContext()
-    PassManager.from_pipeline("externalize-constants{threshold-bytes=15 name-prefix=w}").run(parse_module(text), below)
+    PassManager.from_pipeline("externalize-constants{threshold-bytes=15 name-prefix=w}").run(
+        parse_module(text), below
+    )
     assert list(below.weights) == ["w0"]
 
 

@@ -42,16 +42,44 @@ def _values(dtype: np.dtype, seed: int, *, nonzero: bool = False) -> np.ndarray:
 
 # (op, operand roles); roles: "a"/"b" values of the dtype, "p" predicate, "lo"/"hi" clamp bounds
 _FLOAT_OPS = [
-    ("add", "ab"), ("subtract", "ab"), ("multiply", "ab"), ("divide", "ab"), ("remainder", "ab"),
-    ("maximum", "ab"), ("minimum", "ab"), ("negate", "a"), ("abs", "a"), ("sign", "a"),
-    ("floor", "a"), ("ceil", "a"), ("round_nearest_even", "a"), ("round_nearest_afz", "a"),
+    ("add", "ab"),
+    ("subtract", "ab"),
+    ("multiply", "ab"),
+    ("divide", "ab"),
+    ("remainder", "ab"),
+    ("maximum", "ab"),
+    ("minimum", "ab"),
+    ("negate", "a"),
+    ("abs", "a"),
+    ("sign", "a"),
+    ("floor", "a"),
+    ("ceil", "a"),
+    ("round_nearest_even", "a"),
+    ("round_nearest_afz", "a"),
 ]
 _INT_OPS = [
-    ("add", "ab"), ("subtract", "ab"), ("multiply", "ab"), ("divide", "ab"), ("remainder", "ab"),
-    ("maximum", "ab"), ("minimum", "ab"), ("negate", "a"), ("abs", "a"), ("and", "ab"), ("or", "ab"),
-    ("xor", "ab"), ("not", "a"),
+    ("add", "ab"),
+    ("subtract", "ab"),
+    ("multiply", "ab"),
+    ("divide", "ab"),
+    ("remainder", "ab"),
+    ("maximum", "ab"),
+    ("minimum", "ab"),
+    ("negate", "a"),
+    ("abs", "a"),
+    ("and", "ab"),
+    ("or", "ab"),
+    ("xor", "ab"),
+    ("not", "a"),
 ]
-_BOOL_OPS = [("and", "ab"), ("or", "ab"), ("xor", "ab"), ("not", "a"), ("maximum", "ab"), ("minimum", "ab")]
+_BOOL_OPS = [
+    ("and", "ab"),
+    ("or", "ab"),
+    ("xor", "ab"),
+    ("not", "a"),
+    ("maximum", "ab"),
+    ("minimum", "ab"),
+]
 _DIRECTIONS = ["EQ", "NE", "LT", "LE", "GT", "GE"]
 
 
@@ -62,7 +90,9 @@ def _program(element: str, dtype: np.dtype, as_constants: dict[str, np.ndarray] 
     is_float = dtype.kind == "f" or dtype == BF16
     ops = _FLOAT_OPS if is_float else _BOOL_OPS if dtype == np.bool_ else _INT_OPS
     if dtype.kind == "u":
-        ops = [(name, roles) for name, roles in ops if name != "abs"]  # abs takes signless/float only
+        ops = [
+            (name, roles) for name, roles in ops if name != "abs"
+        ]  # abs takes signless/float only
     lines, results = [], []
     for i, (name, roles) in enumerate(ops):
         operands = ", ".join(f"%{r}" for r in roles)
@@ -77,7 +107,9 @@ def _program(element: str, dtype: np.dtype, as_constants: dict[str, np.ndarray] 
     lines.append(f"%sel = stablehlo.select %p, %a, %b : {pred}, {tensor}")
     results.append(("%sel", tensor))
     if dtype != np.bool_:
-        lines.append(f"%clamped = stablehlo.clamp %lo, %a, %hi : ({tensor}, {tensor}, {tensor}) -> {tensor}")
+        lines.append(
+            f"%clamped = stablehlo.clamp %lo, %a, %hi : ({tensor}, {tensor}, {tensor}) -> {tensor}"
+        )
         results.append(("%clamped", tensor))
     names = ["a", "b", "p", "lo", "hi"]
     types = [tensor, tensor, pred, tensor, tensor]
@@ -118,7 +150,10 @@ def test_folded_ops_match_xla(element: str, dtype: np.dtype):
     }
     if dtype.kind == "f" or dtype == BF16:
         inputs["hi"] = np.where(np.isnan(inputs["hi"]), 1, inputs["hi"]).astype(dtype)
-    expected = execute(parse_module(_program(element, dtype, None)), [inputs[n] for n in ("a", "b", "p", "lo", "hi")])
+    expected = execute(
+        parse_module(_program(element, dtype, None)),
+        [inputs[n] for n in ("a", "b", "p", "lo", "hi")],
+    )
 
     with make_context() as context, ir.Location.unknown(context):
         element_type = ir.Type.parse(element)
@@ -129,7 +164,11 @@ def test_folded_ops_match_xla(element: str, dtype: np.dtype):
         module = parse_module(_program(element, dtype, attrs), context)
         PassManager.from_pipeline("fold-constants").run(module, PassContext())
         body = list(find_function(module).regions[0].blocks[0].operations)
-        unfolded = [op.operation.name for op in body if op.operation.name not in ("stablehlo.constant", "func.return")]
+        unfolded = [
+            op.operation.name
+            for op in body
+            if op.operation.name not in ("stablehlo.constant", "func.return")
+        ]
         assert not unfolded, f"fold-constants left {unfolded} unfolded for {element}"
         returned = body[-1].operation.operands
         folded = [elements_attr_to_numpy(v.owner.attributes["value"]) for v in returned]
@@ -155,7 +194,26 @@ _CONVERT_TYPES = {
 
 def _convert_source(dtype: np.dtype) -> np.ndarray:
     """Values every conversion from ``dtype`` folds: in range of every target, one rounding."""
-    floats = np.array([-3.5, -0.0, 0.0, 2.5, 100.25, 1.0, 7.75, -100.0, 0.3, 17.0, 0.0625, -1.5, 3.0, 99.0, 0.1, 5.5])
+    floats = np.array(
+        [
+            -3.5,
+            -0.0,
+            0.0,
+            2.5,
+            100.25,
+            1.0,
+            7.75,
+            -100.0,
+            0.3,
+            17.0,
+            0.0625,
+            -1.5,
+            3.0,
+            99.0,
+            0.1,
+            5.5,
+        ]
+    )
     if dtype == np.bool_:
         return floats > 1
     if dtype.kind in "iu":
@@ -170,7 +228,10 @@ def test_folded_converts_match_xla(source: str):
     targets = [t for t in _CONVERT_TYPES if t != source]
     n = SHAPE[0]
     results = ", ".join(f"tensor<{n}x{t}>" for t in targets)
-    lines = [f"%to_{t} = stablehlo.convert %a : (tensor<{n}x{source}>) -> tensor<{n}x{t}>" for t in targets]
+    lines = [
+        f"%to_{t} = stablehlo.convert %a : (tensor<{n}x{source}>) -> tensor<{n}x{t}>"
+        for t in targets
+    ]
     returns = ", ".join(f"%to_{t}" for t in targets)
 
     def program(prologue: str, signature: str) -> str:
@@ -182,14 +243,16 @@ def test_folded_converts_match_xla(source: str):
         attr = numpy_to_elements_attr(values, ir.Type.parse(source))
         module = parse_module(program(f"%a = stablehlo.constant {attr}", ""), context)
         PassManager.from_pipeline("fold-constants").run(module, PassContext())
-        returned = list(find_function(module).regions[0].blocks[0].operations)[-1].operation.operands
+        returned = list(find_function(module).regions[0].blocks[0].operations)[
+            -1
+        ].operation.operands
         producers = [v.owner.operation for v in returned]
         for target, producer, want in zip(targets, producers, expected):
-            if _CONVERT_TYPES[source].kind == "f" or source.startswith(("bf", "f8")):
-                if target == "ui8":
-                    # Negative floats -> unsigned is implementation-defined: left for XLA.
-                    assert producer.name == "stablehlo.convert"
-                    continue
+            source_is_float = _CONVERT_TYPES[source].kind == "f" or source.startswith(("bf", "f8"))
+            if source_is_float and target == "ui8":
+                # Negative floats -> unsigned is implementation-defined: left for XLA.
+                assert producer.name == "stablehlo.convert"
+                continue
             assert producer.name == "stablehlo.constant", f"convert {source} -> {target} not folded"
             got = elements_attr_to_numpy(producer.attributes["value"])
             assert_same_values(got, want, f"convert {source} -> {target}")

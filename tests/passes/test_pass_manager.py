@@ -69,7 +69,12 @@ def test_file_name_is_pass_name_with_underscores():
     import torchneuron.passes as package
 
     folder = Path(package.__file__).parent
-    for name in ("legalize-to-stablehlo", "fold-constants", "algebraic-simplify", "externalize-constants"):
+    for name in (
+        "legalize-to-stablehlo",
+        "fold-constants",
+        "algebraic-simplify",
+        "externalize-constants",
+    ):
         module = get_pass(name).__module__.rsplit(".", 1)[-1]
         assert module == name.replace("-", "_")
         assert (folder / f"{module}.py").is_file()
@@ -104,18 +109,26 @@ def test_malformed_pipelines_are_rejected(pipeline: str, fragment: str):
 
 
 def test_options_and_spec_round_trip():
-    passes = parse_pipeline(" fold-constants{max-folded-elements=7} , externalize-constants{threshold-bytes=0 name-prefix=w} ,cse")
+    passes = parse_pipeline(
+        " fold-constants{max-folded-elements=7} , externalize-constants{threshold-bytes=0 name-prefix=w} ,cse"
+    )
     assert [p.name for p in passes] == ["fold-constants", "externalize-constants", "cse"]
     assert passes[0].max_folded_elements == 7
     assert passes[1].threshold_bytes == 0 and passes[1].name_prefix == "w"
     manager = PassManager(passes)
-    assert manager.pipeline == "fold-constants{max-folded-elements=7},externalize-constants{threshold-bytes=0 name-prefix=w},cse"
+    assert (
+        manager.pipeline
+        == "fold-constants{max-folded-elements=7},externalize-constants{threshold-bytes=0 name-prefix=w},cse"
+    )
     assert [p.spec() for p in parse_pipeline(manager.pipeline)] == [p.spec() for p in passes]
 
 
 def test_upstream_options_are_forwarded_verbatim():
     (canonicalize,) = parse_pipeline("canonicalize{max-iterations=2 region-simplify=disabled}")
-    assert canonicalize.mlir_pipeline() == "builtin.module(canonicalize{max-iterations=2 region-simplify=disabled})"
+    assert (
+        canonicalize.mlir_pipeline()
+        == "builtin.module(canonicalize{max-iterations=2 region-simplify=disabled})"
+    )
     (dynamism,) = parse_pipeline("stablehlo-canonicalize-dynamism")
     assert dynamism.mlir_pipeline() == "builtin.module(func.func(stablehlo-canonicalize-dynamism))"
 
@@ -142,7 +155,9 @@ def test_duplicate_registration_is_rejected():
 
 def test_counters_count_each_rewrite():
     module = parse_module(TORCH_STYLE)
-    report = PassManager.from_pipeline("legalize-to-stablehlo,fold-constants,algebraic-simplify").run(module)
+    report = PassManager.from_pipeline(
+        "legalize-to-stablehlo,fold-constants,algebraic-simplify"
+    ).run(module)
     assert report.counters == {
         "legalize-to-stablehlo.arith-constant": 1,
         "fold-constants.convert": 1,
@@ -178,12 +193,17 @@ def test_upstream_passes_report_ops_removed():
 
 
 def test_timings_and_steps_cover_every_pass():
-    report = PassManager.from_pipeline("legalize-to-stablehlo,fold-constants,cse,fold-constants").run(
-        parse_module(TORCH_STYLE)
-    )
+    report = PassManager.from_pipeline(
+        "legalize-to-stablehlo,fold-constants,cse,fold-constants"
+    ).run(parse_module(TORCH_STYLE))
     assert set(report.timings) == {"legalize-to-stablehlo", "fold-constants", "cse"}
     assert all(isinstance(t, float) and t > 0 for t in report.timings.values())
-    assert [s.spec for s in report.steps] == ["legalize-to-stablehlo", "fold-constants", "cse", "fold-constants"]
+    assert [s.spec for s in report.steps] == [
+        "legalize-to-stablehlo",
+        "fold-constants",
+        "cse",
+        "fold-constants",
+    ]
     fold_steps = [s.seconds for s in report.steps if s.spec == "fold-constants"]
     assert report.timings["fold-constants"] == pytest.approx(sum(fold_steps))
     # func.func + 7 ops; after folding: func.func, constant, multiply, transpose, return
@@ -193,9 +213,9 @@ def test_timings_and_steps_cover_every_pass():
 
 def test_print_ir_after_all():
     stream = io.StringIO()
-    PassManager.from_pipeline("legalize-to-stablehlo,fold-constants", print_ir_after_all=True, ir_stream=stream).run(
-        parse_module(TORCH_STYLE)
-    )
+    PassManager.from_pipeline(
+        "legalize-to-stablehlo,fold-constants", print_ir_after_all=True, ir_stream=stream
+    ).run(parse_module(TORCH_STYLE))
     text = stream.getvalue()
     first = text.index("// -----// IR Dump After legalize-to-stablehlo //----- //\n")
     second = text.index("// -----// IR Dump After fold-constants //----- //\n")
@@ -243,7 +263,9 @@ def breaking_pass():
 
 def test_verification_failure_names_pass_and_writes_repro(tmp_path: Path, breaking_pass):
     module = parse_module(TORCH_STYLE)
-    manager = PassManager.from_pipeline("legalize-to-stablehlo,test-break-types,cse", repro_dir=tmp_path)
+    manager = PassManager.from_pipeline(
+        "legalize-to-stablehlo,test-break-types,cse", repro_dir=tmp_path
+    )
     with pytest.raises(PassError) as caught:
         manager.run(module)
     error = caught.value
@@ -251,7 +273,10 @@ def test_verification_failure_names_pass_and_writes_repro(tmp_path: Path, breaki
     assert "pass 'test-break-types' (pipeline entry 1) produced invalid IR" in str(error)
     assert "requires the same shape" in str(error)
     assert error.repro_path == tmp_path / "01-test-break-types.mlir"
-    assert error.repro_command == f"python -m torchneuron.passes --pipeline test-break-types {error.repro_path}"
+    assert (
+        error.repro_command
+        == f"python -m torchneuron.passes --pipeline test-break-types {error.repro_path}"
+    )
     assert error.repro_command in str(error)
     # The repro holds the input of the failing pass: after legalize, before the break.
     repro = parse_module(error.repro_path.read_text())
@@ -283,9 +308,14 @@ def test_failed_pass_is_dumped_when_printing(tmp_path: Path, breaking_pass):
 def test_raising_pass_repro_command_reproduces_it(tmp_path: Path):
     module = parse_module(TORCH_STYLE)
     with pytest.raises(PassError) as caught:
-        PassManager.from_pipeline("externalize-constants{function=forward}", repro_dir=tmp_path).run(module)
+        PassManager.from_pipeline(
+            "externalize-constants{function=forward}", repro_dir=tmp_path
+        ).run(module)
     error = caught.value
-    assert "raised PassError: externalize-constants: module has no func.func @forward; functions: main" in str(error)
+    assert (
+        "raised PassError: externalize-constants: module has no func.func @forward; functions: main"
+        in str(error)
+    )
     completed = subprocess.run(
         error.repro_command.replace("python", sys.executable, 1),
         shell=True,
@@ -299,7 +329,9 @@ def test_raising_pass_repro_command_reproduces_it(tmp_path: Path):
 
 def test_failing_upstream_pass_becomes_pass_error(tmp_path: Path):
     with pytest.raises(PassError, match="pass 'canonicalize\\{no-such-option=1\\}'"):
-        PassManager.from_pipeline("canonicalize{no-such-option=1}", repro_dir=tmp_path).run(parse_module(TORCH_STYLE))
+        PassManager.from_pipeline("canonicalize{no-such-option=1}", repro_dir=tmp_path).run(
+            parse_module(TORCH_STYLE)
+        )
 
 
 # --- upstream stablehlo passes ------------------------------------------------------
@@ -336,14 +368,24 @@ def test_command_line_runs_a_pipeline(tmp_path: Path):
     source = tmp_path / "in.mlir"
     source.write_text(TORCH_STYLE)
     completed = subprocess.run(
-        [sys.executable, "-m", "torchneuron.passes", "--pipeline", "legalize-to-stablehlo,fold-constants",
-         "--print-ir-after-all", "--timings", str(source)],
+        [
+            sys.executable,
+            "-m",
+            "torchneuron.passes",
+            "--pipeline",
+            "legalize-to-stablehlo,fold-constants",
+            "--print-ir-after-all",
+            "--timings",
+            str(source),
+        ],
         capture_output=True,
         text=True,
         check=False,
     )
     assert completed.returncode == 0, completed.stderr
     output = parse_module(completed.stdout)
-    assert "stablehlo.convert" not in _op_names(output) and "stablehlo.multiply" in _op_names(output)
+    assert "stablehlo.convert" not in _op_names(output) and "stablehlo.multiply" in _op_names(
+        output
+    )
     assert "// -----// IR Dump After fold-constants //----- //" in completed.stderr
     assert "fold-constants.convert" in completed.stderr

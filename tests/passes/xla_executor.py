@@ -63,4 +63,6 @@ def assert_same_values(actual: np.ndarray, expected: np.ndarray, what: str = "")
         return
     a, e = actual.astype(np.float64), expected.astype(np.float64)
     same = (a == e) | (np.isnan(a) & np.isnan(e))
-    assert same.all(), f"{what}: differs at {np.argwhere(~same)[:5].tolist()}: {a[~same][:5]} vs {e[~same][:5]}"
+    assert same.all(), (
+        f"{what}: differs at {np.argwhere(~same)[:5].tolist()}: {a[~same][:5]} vs {e[~same][:5]}"
+    )

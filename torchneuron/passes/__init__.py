@@ -24,14 +24,14 @@ from torchneuron.passes.registry import (
 )
 
 # Importing a pass module registers its pass.
-from torchneuron.passes import upstream  # noqa: E402,F401  isort: skip
-from torchneuron.passes import legalize_to_stablehlo  # noqa: E402,F401  isort: skip
-from torchneuron.passes import fold_constants  # noqa: E402,F401  isort: skip
-from torchneuron.passes import algebraic_simplify  # noqa: E402,F401  isort: skip
-from torchneuron.passes import dead_code_elimination  # noqa: E402,F401  isort: skip
-from torchneuron.passes import externalize_constants  # noqa: E402,F401  isort: skip
+from torchneuron.passes import upstream  # noqa: F401  isort: skip
+from torchneuron.passes import legalize_to_stablehlo  # noqa: F401  isort: skip
+from torchneuron.passes import fold_constants  # noqa: F401  isort: skip
+from torchneuron.passes import algebraic_simplify  # noqa: F401  isort: skip
+from torchneuron.passes import dead_code_elimination  # noqa: F401  isort: skip
+from torchneuron.passes import externalize_constants  # noqa: F401  isort: skip
 
-from torchneuron.passes.pipelines import DEFAULT_PIPELINE, NEFF_PIPELINE  # noqa: E402  isort: skip
+from torchneuron.passes.pipelines import DEFAULT_PIPELINE, NEFF_PIPELINE
 
 __all__ = [
     "DEFAULT_PIPELINE",

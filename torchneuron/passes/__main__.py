@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from torch_mlir import ir
 
 from torchneuron.passes import (
     DEFAULT_PIPELINE,
@@ -31,15 +32,25 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("input", nargs="?", help="input .mlir file ('-' for stdin)")
     parser.add_argument(
-        "--pipeline", default=DEFAULT_PIPELINE, help=f"comma-separated passes (default: {DEFAULT_PIPELINE})"
+        "--pipeline",
+        default=DEFAULT_PIPELINE,
+        help=f"comma-separated passes (default: {DEFAULT_PIPELINE})",
     )
     parser.add_argument("-o", "--output", help="write the IR here instead of stdout")
-    parser.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass to stderr")
-    parser.add_argument("--no-verify", action="store_true", help="do not verify the IR after every pass")
+    parser.add_argument(
+        "--print-ir-after-all", action="store_true", help="print the IR after every pass to stderr"
+    )
+    parser.add_argument(
+        "--no-verify", action="store_true", help="do not verify the IR after every pass"
+    )
     parser.add_argument("--repro-dir", help="where to write the input IR of a failing pass")
     parser.add_argument("--weights-dir", help="save externalized weights here as <name>.npy")
-    parser.add_argument("--timings", action="store_true", help="print per-pass times and counters to stderr")
-    parser.add_argument("--list-passes", action="store_true", help="list the registered passes and exit")
+    parser.add_argument(
+        "--timings", action="store_true", help="print per-pass times and counters to stderr"
+    )
+    parser.add_argument(
+        "--list-passes", action="store_true", help="list the registered passes and exit"
+    )
     return parser
 
 
@@ -55,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     text = sys.stdin.read() if args.input == "-" else Path(args.input).read_text()
     try:
         module = parse_module(text)
-    except Exception as error:  # the bindings raise MLIRError with the diagnostics
+    except ir.MLIRError as error:
         print(f"error: cannot parse {args.input}: {error}", file=sys.stderr)
         return 1
     ctx = PassContext()

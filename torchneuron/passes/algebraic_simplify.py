@@ -55,10 +55,16 @@ def _splat_equals(value: ir.Value, expected: float | bool) -> bool:
         scalar = splat_scalar(attr)
     except UnsupportedConstantError:
         return False
-    return bool(scalar.astype(np.float64) == expected) if scalar.dtype != np.bool_ else bool(scalar) == expected
+    return (
+        bool(scalar.astype(np.float64) == expected)
+        if scalar.dtype != np.bool_
+        else bool(scalar) == expected
+    )
 
 
-def _identity_operand(op: ir.Operation, identity: float | bool, *, commutative: bool) -> ir.Value | None:
+def _identity_operand(
+    op: ir.Operation, identity: float | bool, *, commutative: bool
+) -> ir.Value | None:
     """The operand ``x`` of ``op(x, identity)`` (or ``op(identity, x)``) with the result's type."""
     lhs, rhs = op.operands
     result_type = op.results[0].type

@@ -246,16 +246,22 @@ def numpy_to_elements_attr(
         flat = flat[:1]
     if str(element_type) not in _BUFFER_NATIVE_ELEMENT_TYPES:
         if dtype.itemsize == 1 and dtype not in _ML_FLOAT_DTYPES:
-            storage = flat.astype(np.int8) if dtype.name.startswith("int") else flat.astype(np.uint8)
+            storage = (
+                flat.astype(np.int8) if dtype.name.startswith("int") else flat.astype(np.uint8)
+            )
         else:
             storage = flat.view(np.dtype(f"u{dtype.itemsize}"))
         return ir.DenseElementsAttr.get(np.ascontiguousarray(storage), type=tensor_type)
     return ir.DenseElementsAttr.get(np.ascontiguousarray(flat), type=tensor_type)
 
 
-def splat_elements_attr(value: np.ndarray, tensor_type: ir.RankedTensorType) -> ir.DenseElementsAttr:
+def splat_elements_attr(
+    value: np.ndarray, tensor_type: ir.RankedTensorType
+) -> ir.DenseElementsAttr:
     """A splat ``dense<value> : tensor_type`` (``value``: one element of the exact dtype)."""
-    return numpy_to_elements_attr(np.asarray(value).reshape(()), tensor_type.element_type, tensor_type.shape)
+    return numpy_to_elements_attr(
+        np.asarray(value).reshape(()), tensor_type.element_type, tensor_type.shape
+    )
 
 
 def _all_equal(flat: np.ndarray) -> bool:
@@ -263,7 +269,11 @@ def _all_equal(flat: np.ndarray) -> bool:
     if flat.dtype == np.bool_:
         bits = flat
     else:
-        bits = flat.view(np.dtype(f"u{flat.dtype.itemsize}")) if flat.dtype.itemsize in (1, 2, 4, 8) else flat
+        bits = (
+            flat.view(np.dtype(f"u{flat.dtype.itemsize}"))
+            if flat.dtype.itemsize in (1, 2, 4, 8)
+            else flat
+        )
     return bool(np.all(bits == bits[0]))
 
 

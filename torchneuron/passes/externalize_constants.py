@@ -40,7 +40,12 @@ from torchneuron.passes.constants import (
 )
 from torchneuron.passes.context import PassContext
 from torchneuron.passes.errors import PassError
-from torchneuron.passes.ir_utils import CONSTANT_OP_NAMES, create_constant, find_function, replace_op
+from torchneuron.passes.ir_utils import (
+    CONSTANT_OP_NAMES,
+    create_constant,
+    find_function,
+    replace_op,
+)
 from torchneuron.passes.registry import Pass, register_pass
 
 WEIGHT_ATTRIBUTE = "neuron.weight"
@@ -58,7 +63,9 @@ def weight_names(function: ir.Operation) -> list[str | None]:
     """For each argument of ``function``, its ``neuron.weight`` name or None for a program input."""
     names: list[str | None] = []
     for attrs in argument_attributes(function):
-        names.append(ir.StringAttr(attrs[WEIGHT_ATTRIBUTE]).value if WEIGHT_ATTRIBUTE in attrs else None)
+        names.append(
+            ir.StringAttr(attrs[WEIGHT_ATTRIBUTE]).value if WEIGHT_ATTRIBUTE in attrs else None
+        )
     return names
 
 
@@ -96,7 +103,9 @@ class ExternalizeConstants(Pass):
         next_index = 0
         for op in list(function.regions[0].blocks[0].operations):
             op = op.operation
-            if op.name not in CONSTANT_OP_NAMES or not isinstance(op.results[0].type, ir.RankedTensorType):
+            if op.name not in CONSTANT_OP_NAMES or not isinstance(
+                op.results[0].type, ir.RankedTensorType
+            ):
                 continue
             try:
                 attr = op.attributes["value"]

@@ -57,7 +57,9 @@ from torchneuron.passes.ir_utils import (
 from torchneuron.passes.registry import Pass, register_pass
 
 # Float types whose + - * / numpy rounds exactly as XLA does (bf16/f16 via one f32 rounding).
-_ARITHMETIC_FLOATS = frozenset(np.dtype(t) for t in (np.float16, ml_dtypes.bfloat16, np.float32, np.float64))
+_ARITHMETIC_FLOATS = frozenset(
+    np.dtype(t) for t in (np.float16, ml_dtypes.bfloat16, np.float32, np.float64)
+)
 # Float types narrower than f32: values reach them through f32, so only one rounding is allowed.
 _NARROW_FLOATS = frozenset(
     np.dtype(t)
@@ -93,7 +95,11 @@ def _numeric_ok(dtype: np.dtype, *, ints: bool, floats: bool, bools: bool) -> bo
 
 
 def _elementwise(
-    numpy_fn: Callable[..., np.ndarray], *, ints: bool = True, floats: bool = True, bools: bool = False
+    numpy_fn: Callable[..., np.ndarray],
+    *,
+    ints: bool = True,
+    floats: bool = True,
+    bools: bool = False,
 ) -> Evaluator:
     def evaluate(op: ir.Operation, xs: list[np.ndarray], dtype: np.dtype) -> np.ndarray | None:
         if not all(_numeric_ok(x.dtype, ints=ints, floats=floats, bools=bools) for x in xs):
@@ -158,7 +164,9 @@ def _compare(op: ir.Operation, xs: list[np.ndarray], dtype: np.dtype) -> np.ndar
     compare_type = "NOTYPE"
     if "compare_type" in op.attributes:
         compare_type = _stablehlo.ComparisonTypeAttr(op.attributes["compare_type"]).value
-    if compare_type == "TOTALORDER" or not (a.dtype == np.bool_ or _is_int(a.dtype) or is_float_dtype(a.dtype)):
+    if compare_type == "TOTALORDER" or not (
+        a.dtype == np.bool_ or _is_int(a.dtype) or is_float_dtype(a.dtype)
+    ):
         return None
     if compare_type == "UNSIGNED" and a.dtype.kind == "i":
         a, b = a.view(f"u{a.dtype.itemsize}"), b.view(f"u{b.dtype.itemsize}")
@@ -248,7 +256,9 @@ def _transpose(op: ir.Operation, xs: list[np.ndarray], dtype: np.dtype) -> np.nd
 
 
 def _slice(op: ir.Operation, xs: list[np.ndarray], dtype: np.dtype) -> np.ndarray:
-    starts, limits, strides = (i64_array(op, n) for n in ("start_indices", "limit_indices", "strides"))
+    starts, limits, strides = (
+        i64_array(op, n) for n in ("start_indices", "limit_indices", "strides")
+    )
     index = tuple(slice(s, e, st) for s, e, st in zip(starts, limits, strides, strict=True))
     return xs[0][index].copy()
 
@@ -328,7 +338,9 @@ class FoldConstants(Pass):
         if not isinstance(operand_type, ir.RankedTensorType) or operand_type.is_dynamic_dim(dim):
             return
         result_type = ir.RankedTensorType(op.results[0].type)
-        value = np.array(operand_type.get_dim_size(dim), dtype=numpy_dtype_of(result_type.element_type))
+        value = np.array(
+            operand_type.get_dim_size(dim), dtype=numpy_dtype_of(result_type.element_type)
+        )
         self.replace_with_constant(op, splat_elements_attr(value, result_type), ctx)
 
     def fold(self, op: ir.Operation, rule: _Rule, ctx: PassContext) -> None:
@@ -367,7 +379,9 @@ class FoldConstants(Pass):
                         return None
                     return splat_elements_attr(np.asarray(value), result_type)
             result_elements = int(np.prod(result_type.shape, dtype=np.int64))
-            largest_operand = max(int(np.prod(ir.RankedTensorType(a.type).shape, dtype=np.int64)) for a in attrs)
+            largest_operand = max(
+                int(np.prod(ir.RankedTensorType(a.type).shape, dtype=np.int64)) for a in attrs
+            )
             if result_elements > max(self.max_folded_elements, largest_operand):
                 return None
             value = rule.evaluate(op, [elements_attr_to_numpy(a) for a in attrs], result_dtype)

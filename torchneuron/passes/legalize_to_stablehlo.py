@@ -99,13 +99,17 @@ class _ShapeArithmetic:
             {"dimension": ir.IntegerAttr.get(i64, dim)},
             before=before,
         )
-        return self.emit("stablehlo.convert", [size], ir.RankedTensorType.get([], i64), before=before)
+        return self.emit(
+            "stablehlo.convert", [size], ir.RankedTensorType.get([], i64), before=before
+        )
 
     def concatenate_scalars(self, scalars: list[ir.Value], before: ir.Operation) -> ir.Value:
         """1-d tensor of the 0-d tensors ``scalars`` (all of one element type)."""
         element_type = ir.RankedTensorType(scalars[0].type).element_type
         pieces = [
-            self.emit("stablehlo.reshape", [s], ir.RankedTensorType.get([1], element_type), before=before)
+            self.emit(
+                "stablehlo.reshape", [s], ir.RankedTensorType.get([1], element_type), before=before
+            )
             for s in scalars
         ]
         if len(pieces) == 1:
@@ -184,7 +188,9 @@ class _ShapeArithmetic:
         operands = [self.tensor_of.get(v) for v in op.operands]
         if any(v is None for v in operands):
             return
-        result = self.emit(_SCALAR_ARITH_TO_STABLEHLO[op.name], operands, operands[0].type, before=op)
+        result = self.emit(
+            _SCALAR_ARITH_TO_STABLEHLO[op.name], operands, operands[0].type, before=op
+        )
         self.record(op, result, "scalar-arith")
 
     # tensor.from_elements a, b, .. -> concatenate(reshape(a), reshape(b), ..)
@@ -193,7 +199,9 @@ class _ShapeArithmetic:
         result_type = ir.RankedTensorType(op.results[0].type)
         if not scalars or any(v is None for v in scalars) or result_type.rank > 1:
             return
-        tensor = scalars[0] if result_type.rank == 0 else self.concatenate_scalars(scalars, before=op)
+        tensor = (
+            scalars[0] if result_type.rank == 0 else self.concatenate_scalars(scalars, before=op)
+        )
         if tensor.type == result_type:
             replace_op(op, [tensor])
             self.ctx.count("from-elements")
@@ -228,11 +236,15 @@ class _ShapeArithmetic:
                 },
                 before=op,
             )
-            scalar = self.emit("stablehlo.reshape", [element], ir.RankedTensorType.get([], i64), before=op)
+            scalar = self.emit(
+                "stablehlo.reshape", [element], ir.RankedTensorType.get([], i64), before=op
+            )
             if product is None:
                 product = scalar
             else:
-                product = self.emit("stablehlo.multiply", [product, scalar], product.type, before=op)
+                product = self.emit(
+                    "stablehlo.multiply", [product, scalar], product.type, before=op
+                )
         self.record(op, product, "num-elements")
 
     def redirect_tensor_uses(self) -> None:

@@ -136,8 +136,10 @@ class PassManager:
         start = time.perf_counter()
         try:
             pass_.run(module, ctx)
-        except Exception as error:  # any failure inside a pass becomes a PassError
-            self._fail(index, pass_, snapshot, module, f"raised {type(error).__name__}: {error}", error)
+        except Exception as error:  # noqa: BLE001 -- any failure inside a pass becomes a PassError
+            self._fail(
+                index, pass_, snapshot, module, f"raised {type(error).__name__}: {error}", error
+            )
         finally:
             ctx.current_pass = ""
         seconds = time.perf_counter() - start

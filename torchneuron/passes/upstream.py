@@ -105,17 +105,45 @@ class ExternalToolPass(UpstreamPass):
 
 # (pipeline name, nesting, wrapper base, one-line description)
 _UPSTREAM_PASSES = [
-    ("canonicalize", "module", UpstreamPass, "MLIR canonicalizer: folders and canonicalization patterns"),
+    (
+        "canonicalize",
+        "module",
+        UpstreamPass,
+        "MLIR canonicalizer: folders and canonicalization patterns",
+    ),
     ("cse", "module", UpstreamPass, "MLIR common subexpression elimination"),
     ("symbol-dce", "module", UpstreamPass, "MLIR: erase private functions nothing references"),
-    ("stablehlo-canonicalize-dynamism", "func", UpstreamPass,
-     "dynamic_* ops with constant shape operands -> their static forms"),
-    ("stablehlo-refine-shapes", "module", UpstreamPass, "propagate static shapes through the program"),
-    ("stablehlo-legalize-deprecated-ops", "func", UpstreamPass, "deprecated StableHLO ops -> supported ones"),
+    (
+        "stablehlo-canonicalize-dynamism",
+        "func",
+        UpstreamPass,
+        "dynamic_* ops with constant shape operands -> their static forms",
+    ),
+    (
+        "stablehlo-refine-shapes",
+        "module",
+        UpstreamPass,
+        "propagate static shapes through the program",
+    ),
+    (
+        "stablehlo-legalize-deprecated-ops",
+        "func",
+        UpstreamPass,
+        "deprecated StableHLO ops -> supported ones",
+    ),
     ("chlo-legalize-to-stablehlo", "func", UpstreamPass, "CHLO ops -> StableHLO"),
-    ("shape-legalize-to-stablehlo", "func", UpstreamPass, "shape/tensor/arith index computations -> StableHLO"),
-    ("stablehlo-aggressive-simplification", "func", ExternalToolPass,
-     "StableHLO's canonicalization patterns (run through torch-mlir-opt)"),
+    (
+        "shape-legalize-to-stablehlo",
+        "func",
+        UpstreamPass,
+        "shape/tensor/arith index computations -> StableHLO",
+    ),
+    (
+        "stablehlo-aggressive-simplification",
+        "func",
+        ExternalToolPass,
+        "StableHLO's canonicalization patterns (run through torch-mlir-opt)",
+    ),
 ]
 
 
@@ -128,7 +156,12 @@ for _name, _nesting, _base, _doc in _UPSTREAM_PASSES:
         type(
             _class_name(_name),
             (_base,),
-            {"name": _name, "mlir_pass": _name, "nesting": _nesting, "__doc__": _doc,
-             "__module__": __name__},
+            {
+                "name": _name,
+                "mlir_pass": _name,
+                "nesting": _nesting,
+                "__doc__": _doc,
+                "__module__": __name__,
+            },
         )
     )
