@@ -391,7 +391,15 @@ def _run_compiled(plan: OpPlan, values: list, device: int) -> Any:
     key, tensors, scalars = _signature(plan, values)
     entry = _compiled.get(key)
     if entry is None:
-        entry = _compile(plan, values, key, tensors, scalars)
+        try:
+            entry = _compile(plan, values, key, tensors, scalars)
+        except _MetaRejected as rejection:
+            # The shape function refused the call: the CPU kernel decides. It raises
+            # PyTorch's own error for a bad call; if it accepts, this signature runs on host.
+            result = run_on_host(plan, values, device)
+            _remember(key, _HostOnly(rejection.reason, unsupported=False))
+            fallback.record_fallback(plan.name, rejection.reason)
+            return result
     else:
         _compiled.move_to_end(key)
     if type(entry) is _HostOnly:
@@ -534,6 +542,12 @@ class _MetaUnavailable(Exception):
     pass
 
 
+class _MetaRejected(Exception):
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
 def _fresh_output_metadata(plan: OpPlan, values: list) -> tuple[tuple | None, ...]:
     """Shape, strides and dtype of each new tensor the op returns, from a fake-tensor run.
 
@@ -559,7 +573,7 @@ def _fresh_output_metadata(plan: OpPlan, values: list) -> tuple[tuple | None, ..
             result = plan.call(fake_values)
         except (RuntimeError, IndexError, ValueError, TypeError) as error:
             if _is_user_error(error):
-                raise
+                raise _MetaRejected(f"its shape function rejected the call ({error})") from None
             raise _MetaUnavailable(f"no shape function ({type(error).__name__}: {error})") from None
         except Exception as error:
             raise _MetaUnavailable(f"no shape function ({type(error).__name__}: {error})") from None

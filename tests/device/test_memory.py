@@ -1,0 +1,52 @@
+"""Device memory: every storage is charged to its core's HBM; OOM and recovery."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+import torch
+
+
+def test_allocations_are_accounted_and_freed():
+    gc.collect()
+    torch.neuron.empty_cache()
+    base = torch.neuron.memory_allocated()
+    torch.neuron.reset_peak_memory_stats()
+    tensor = torch.empty(1024, 1024, device="neuron")  # 4 MiB
+    assert torch.neuron.memory_allocated() - base == 4 * 1024 * 1024
+    assert torch.neuron.max_memory_allocated() >= base + 4 * 1024 * 1024
+    stats = torch.neuron.memory_stats()
+    assert stats["allocated_bytes.all.current"] == torch.neuron.memory_allocated()
+    assert torch.neuron.memory_reserved() >= torch.neuron.memory_allocated()
+    del tensor
+    gc.collect()
+    assert torch.neuron.memory_allocated() == base
+
+
+def test_out_of_memory_raises_torch_oom_and_device_recovers(monkeypatch):
+    # A small HBM makes a fresh core (the topology follows the environment).
+    monkeypatch.setenv("TORCHNEURON_HBM_BYTES_PER_CORE", "32MiB")
+    assert torch.neuron.get_device_properties().total_memory == 32 * 1024**2
+    keep = torch.empty(6 * 1024 * 1024, device="neuron")  # 24 MiB
+    with pytest.raises(torch.OutOfMemoryError) as caught:
+        torch.empty(4 * 1024 * 1024, device="neuron")  # 16 MiB more
+    message = str(caught.value)
+    assert "16777216" in message or "16.00 MiB" in message  # requested
+    assert "32.00 MiB" in message or "33554432" in message  # capacity
+    assert torch.neuron.memory_stats()["num_ooms"] >= 1
+    del keep
+    gc.collect()
+    torch.neuron.empty_cache()
+    again = torch.empty(4 * 1024 * 1024, device="neuron")  # the 16 MiB that did not fit
+    assert (again[:4].fill_(1.0) + 1).cpu().tolist() == [2.0] * 4
+
+
+def test_op_output_that_does_not_fit_raises_oom(monkeypatch):
+    monkeypatch.setenv("TORCHNEURON_HBM_BYTES_PER_CORE", "4MiB")
+    x = torch.ones(512 * 1024, device="neuron")  # 2 MiB
+    with pytest.raises(torch.OutOfMemoryError):
+        torch.cat([x, x, x])
+    del x
+    gc.collect()
+    assert (torch.ones(4, device="neuron") * 2).cpu().tolist() == [2.0] * 4
