@@ -108,7 +108,7 @@ def _holds_exactly(source: ir.Type, middle: ir.Type) -> bool:
 @register_pass
 @dataclass
 class AlgebraicSimplify(Pass):
-    """Apply arithmetic identities and layout-chain rules (see the module docstring)."""
+    """x*1, x+0, identity/chained transpose, reshape, broadcast, convert -> simpler."""
 
     name = "algebraic-simplify"
 

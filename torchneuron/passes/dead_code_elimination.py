@@ -67,7 +67,7 @@ def erase_if_dead(op: ir.Operation) -> int:
 @register_pass
 @dataclass
 class DeadCodeElimination(Pass):
-    """Erase unused side-effect-free operations (see the module docstring)."""
+    """Erase operations with unused results and no side effects."""
 
     name = "dce"
 

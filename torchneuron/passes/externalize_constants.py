@@ -86,7 +86,7 @@ def _append_argument(function: ir.Operation, tensor_type: ir.Type, weight_name: 
 @register_pass
 @dataclass
 class ExternalizeConstants(Pass):
-    """Lift large constants into function arguments backed by ctx.weights (see the module docstring)."""
+    """Large constants -> trailing neuron.weight arguments of @main, data in ctx.weights."""
 
     name = "externalize-constants"
     threshold_bytes: int = 1024

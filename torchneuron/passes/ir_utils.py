@@ -11,9 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from torch_mlir import ir
-from torch_mlir._mlir_libs import _stablehlo
+from torch_mlir._mlir_libs import _mlir, _stablehlo
 
 from torchneuron.passes.constants import is_dense_elements
+
+_DIALECT_MODULES = "torchneuron.passes.dialect_modules"
+if _DIALECT_MODULES not in _mlir.globals.dialect_search_modules:
+    _mlir.globals.append_dialect_search_prefix(_DIALECT_MODULES)
 
 # Ops whose "value" attribute is the constant payload of their single result.
 CONSTANT_OP_NAMES = frozenset(["stablehlo.constant", "arith.constant"])

@@ -272,7 +272,7 @@ class _ShapeArithmetic:
 @register_pass
 @dataclass
 class LegalizeToStablehlo(Pass):
-    """Rewrite leftover arith/tensor/shape ops into StableHLO (see the module docstring)."""
+    """arith.constant and dynamic-shape scalar arithmetic -> StableHLO ops."""
 
     name = "legalize-to-stablehlo"
 

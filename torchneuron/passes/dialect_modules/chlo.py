@@ -1,0 +1,1 @@
+"""Placeholder Python dialect module for `chlo` (see the package docstring)."""

@@ -1,0 +1,1 @@
+"""Placeholder Python dialect module for `stablehlo` (see the package docstring)."""

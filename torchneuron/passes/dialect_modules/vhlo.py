@@ -1,0 +1,1 @@
+"""Placeholder Python dialect module for `vhlo` (see the package docstring)."""
