@@ -97,7 +97,7 @@ class ZooEntry:
 
 def _seeded(factory: Callable[[], nn.Module], seed: int = 0) -> Callable[[], nn.Module]:
     def build():
-        with torch.random.fork_rng():
+        with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             return factory()
 

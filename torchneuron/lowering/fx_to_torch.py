@@ -17,6 +17,7 @@ from torch_mlir.dialects import torch as torch_d
 from torch_mlir.extras.fx_importer import FxImporter
 
 from .errors import DynamicShapeError, LoweringError
+from .normalize import normalize_graph
 
 
 @dataclass
@@ -103,6 +104,7 @@ def prepare_graph(
         _check_static(f"output {i}", r.meta["val"])
     output_node.args = (tuple(r for r in results if r is not None),)
     graph.eliminate_dead_code()
+    normalize_graph(graph)
     return PreparedGraph(gm, arguments, weights, len(results), none_outputs)
 
 
