@@ -319,13 +319,18 @@ def _device_of(plan: OpPlan, values: list) -> int:
 
 
 class _HostOnly:
-    """Cache entry for a call signature that runs on the CPU, with the reason."""
+    """Cache entry for a call signature that runs on the CPU, with the reason.
 
-    __slots__ = ("reason", "unsupported")
+    ``data_dependent`` calls (output shape depends on values, e.g. boolean-mask
+    indexing) run on the host by design, without a fallback warning.
+    """
 
-    def __init__(self, reason: str, unsupported: bool):
+    __slots__ = ("reason", "unsupported", "data_dependent")
+
+    def __init__(self, reason: str, unsupported: bool, data_dependent: bool = False):
         self.reason = reason
         self.unsupported = unsupported
+        self.data_dependent = data_dependent
 
 
 @dataclass
@@ -403,7 +408,8 @@ def _run_compiled(plan: OpPlan, values: list, device: int) -> Any:
     else:
         _compiled.move_to_end(key)
     if type(entry) is _HostOnly:
-        fallback.record_fallback(plan.name, entry.reason)
+        if not entry.data_dependent:
+            fallback.record_fallback(plan.name, entry.reason)
         return run_on_host(plan, values, device)
     inputs = [to_numpy(t) for t in tensors]
     if scalars:
@@ -471,7 +477,7 @@ def _compile(plan: OpPlan, values: list, key: tuple, tensors: list, scalars: lis
     try:
         fresh = _fresh_output_metadata(plan, values)
     except _MetaUnavailable as error:
-        entry: _Entry | _HostOnly = _HostOnly(str(error), unsupported=True)
+        entry: _Entry | _HostOnly = _HostOnly(str(error), True, error.data_dependent)
         _remember(key, entry)
         return entry
     scalar_dtypes = tuple(_scalar_dtype(v, tensors) for v in scalars)
@@ -539,7 +545,9 @@ def _mutated_count(plan: OpPlan, values: list) -> int:
 
 
 class _MetaUnavailable(Exception):
-    pass
+    def __init__(self, reason: str, data_dependent: bool = False):
+        super().__init__(reason)
+        self.data_dependent = data_dependent
 
 
 class _MetaRejected(Exception):
@@ -554,7 +562,11 @@ def _fresh_output_metadata(plan: OpPlan, values: list) -> tuple[tuple | None, ..
     A fake run reproduces the CPU kernel's argument checks, so user errors surface
     here with PyTorch's own message.
     """
-    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch._subclasses.fake_tensor import (
+        DataDependentOutputException,
+        DynamicOutputShapeException,
+        FakeTensorMode,
+    )
 
     mode = FakeTensorMode(allow_non_fake_inputs=True)
 
@@ -571,6 +583,10 @@ def _fresh_output_metadata(plan: OpPlan, values: list) -> tuple[tuple | None, ..
         fake_values = [fake(v) for v in values]
         try:
             result = plan.call(fake_values)
+        except (DynamicOutputShapeException, DataDependentOutputException) as error:
+            raise _MetaUnavailable(
+                f"its output shape depends on the data ({type(error).__name__})", True
+            ) from None
         except (RuntimeError, IndexError, ValueError, TypeError) as error:
             if _is_user_error(error):
                 raise _MetaRejected(f"its shape function rejected the call ({error})") from None

@@ -1,0 +1,60 @@
+"""Ops without a lowering run on the CPU once-warned and listed, or raise when forbidden."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+import torchneuron
+from torchneuron.device import dispatch, fallback
+
+
+def test_unlowered_op_falls_back_with_one_warning_and_is_listed():
+    x = torch.rand(6, device="neuron") * 0.5
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first = x.erfinv()
+        second = (x + 0.1).erfinv()
+    assert first.device.type == "neuron"
+    torch.testing.assert_close(first.cpu(), x.cpu().erfinv())
+    torch.testing.assert_close(second.cpu(), (x.cpu() + 0.1).erfinv())
+    messages = [str(w.message) for w in caught if "aten::erfinv" in str(w.message)]
+    assert len(messages) == 1 and "runs on the CPU" in messages[0]
+    assert "aten::erfinv" in torchneuron.get_fallback_ops()
+    assert "aten::erfinv" in torch.neuron.get_fallback_ops()
+    assert "no lowering" in fallback.fallback_reasons()["aten::erfinv"]
+
+
+def test_fallback_writes_in_place_and_out_results_back():
+    x = torch.rand(5, device="neuron") * 0.5
+    expected = x.cpu().erfinv()
+    out = torch.empty(0, device="neuron")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.erfinv(x, out=out)
+        x.erfinv_()
+    torch.testing.assert_close(out.cpu(), expected)
+    torch.testing.assert_close(x.cpu(), expected)
+
+
+def test_no_fallback_switch_makes_it_an_error_naming_the_op(monkeypatch):
+    monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
+    x = torch.rand(3, device="neuron")
+    with pytest.raises(RuntimeError, match=r"aten::digamma has no lowering .*TORCHNEURON_NO_FALLBACK"):
+        x.digamma()
+    # compiled ops still run
+    assert (x * 2).device.type == "neuron"
+
+
+def test_data_dependent_ops_run_on_host_without_warning():
+    x = torch.tensor([0.0, 1.5, 0.0, 2.0], device="neuron")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        nonzero = x.nonzero()
+        selected = x[x > 0]
+    assert nonzero.device.type == "neuron" and nonzero.cpu().flatten().tolist() == [1, 3]
+    assert selected.cpu().tolist() == [1.5, 2.0]
+    assert "aten::nonzero" not in torchneuron.get_fallback_ops()
+    assert dispatch.plan_for(torch.ops.aten.nonzero.default).route == "host"
