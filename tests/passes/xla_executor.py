@@ -33,16 +33,33 @@ def _cpu_backend():
     return jax, get_backend("cpu"), version
 
 
+def entry_function(module: ir.Module) -> ir.Operation:
+    """``@main``, or the module's only function (golden cases name theirs after the case)."""
+    try:
+        return find_function(module)
+    except KeyError:
+        functions = [
+            op.operation for op in module.body.operations if op.operation.name == "func.func"
+        ]
+        if len(functions) != 1:
+            raise
+        return functions[0]
+
+
 def execute(
     module: ir.Module, inputs: Sequence[np.ndarray], weights: dict[str, np.ndarray] | None = None
 ) -> list[np.ndarray]:
-    """Run ``@main`` of ``module`` on XLA CPU; returns its results as numpy arrays."""
+    """Run the entry function of ``module`` on XLA CPU; returns its results as numpy arrays."""
     from jax._src.lib import xla_client
 
     jax, backend, version = _cpu_backend()
     remaining_inputs = iter(inputs)
     arguments = []
-    for name in weight_names(find_function(module)):
+    function = entry_function(module)
+    if ir.StringAttr(function.attributes["sym_name"]).value != "main":
+        # XLA runs @main; rename a lone golden-case function.
+        function.attributes["sym_name"] = ir.StringAttr.get("main", context=module.context)
+    for name in weight_names(function):
         arguments.append((weights or {})[name] if name is not None else next(remaining_inputs))
     leftover = list(remaining_inputs)
     if leftover:

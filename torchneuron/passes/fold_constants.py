@@ -5,9 +5,12 @@ every folded op is replaced by a ``stablehlo.constant`` holding exactly the
 value XLA would compute, and constants left without users are erased. An op
 is folded only where numpy reproduces StableHLO's result bit for bit, so
 these are left alone: transcendental functions (exp, log, tanh, ... differ in
-the last ulp between libraries), integer division by zero or overflow,
-float->int conversions of NaN or out-of-range values, conversions that would
+the last ulp between libraries), float->int conversions of NaN or out-of-range values, conversions that would
 round twice, arithmetic in fp8, and sub-byte integer types.
+
+Integer division follows XLA's definitions (``x / 0 = -1``, ``x % 0 = x``,
+``INT_MIN / -1 = INT_MIN``, ``INT_MIN % -1 = 0``): folding them also spares
+XLA's compiler, which dies with SIGFPE folding a constant division by zero.
 
 Splat operands stay splats: ``broadcast_in_dim(constant 1.0)`` becomes a
 ``dense<1.0>`` of the result shape without materialising it. A non-splat
@@ -109,35 +112,39 @@ def _elementwise(
     return evaluate
 
 
-def _integer_division_is_defined(a: np.ndarray, b: np.ndarray) -> bool:
-    # XLA defines x/0 and INT_MIN/-1 its own way; leave those to the runtime.
-    if np.any(b == 0):
-        return False
+def _xla_safe_divisor(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``b`` with 1 where XLA special-cases integer division, and where ``b`` was 0."""
+    by_zero = b == 0
+    special = by_zero
     if a.dtype.kind == "i":
-        return not np.any((a == np.iinfo(a.dtype).min) & (b == -1))
-    return True
+        special = special | ((a == np.iinfo(a.dtype).min) & (b == -1))
+    return np.where(special, np.ones_like(b), b), by_zero
 
 
-# divide(a, b): IEEE for floats, truncation toward zero for integers
+# divide(a, b): IEEE for floats; for integers truncation toward zero, with XLA's
+# definitions a/0 = -1 (all ones) and INT_MIN/-1 = INT_MIN
 def _divide(op: ir.Operation, xs: list[np.ndarray], dtype: np.dtype) -> np.ndarray | None:
     a, b = xs
     if _numeric_ok(a.dtype, ints=False, floats=True, bools=False):
         return np.divide(a, b)
-    if not _is_int(a.dtype) or not _integer_division_is_defined(a, b):
+    if not _is_int(a.dtype):
         return None
-    quotient = np.floor_divide(a, b)
-    inexact_negative = (np.remainder(a, b) != 0) & ((a < 0) != (b < 0))
-    return (quotient + inexact_negative.astype(a.dtype)).astype(a.dtype)
+    divisor, by_zero = _xla_safe_divisor(a, b)
+    quotient = np.floor_divide(a, divisor)
+    inexact_negative = (np.remainder(a, divisor) != 0) & ((a < 0) != (divisor < 0))
+    quotient = (quotient + inexact_negative.astype(a.dtype)).astype(a.dtype)
+    return np.where(by_zero, np.array(-1).astype(a.dtype), quotient)
 
 
-# remainder(a, b): sign of the dividend (C fmod) for floats and integers
+# remainder(a, b): sign of the dividend (C fmod); for integers XLA's a%0 = a, INT_MIN%-1 = 0
 def _remainder(op: ir.Operation, xs: list[np.ndarray], dtype: np.dtype) -> np.ndarray | None:
     a, b = xs
     if _numeric_ok(a.dtype, ints=False, floats=True, bools=False):
         return np.fmod(a, b)
-    if not _is_int(a.dtype) or not _integer_division_is_defined(a, b):
+    if not _is_int(a.dtype):
         return None
-    return np.fmod(a, b)
+    divisor, by_zero = _xla_safe_divisor(a, b)
+    return np.where(by_zero, a, np.fmod(a, divisor))
 
 
 # round_nearest_afz(x): halves away from zero (x - trunc(x) is exact)

@@ -48,14 +48,23 @@ func.func @integer_divide() -> (tensor<4xi32>, tensor<4xi32>) {
 
 // -----
 
-// Division by zero in integers is left for the runtime (XLA defines it its own way).
-// CHECK-LABEL: func.func @integer_divide_by_zero
-// CHECK: stablehlo.divide
-func.func @integer_divide_by_zero() -> tensor<2xi32> {
-  %a = stablehlo.constant dense<[1, 2]> : tensor<2xi32>
-  %b = stablehlo.constant dense<[1, 0]> : tensor<2xi32>
-  %0 = stablehlo.divide %a, %b : tensor<2xi32>
-  return %0 : tensor<2xi32>
+// Integer division by zero and INT_MIN / -1 fold to XLA's values
+// (a / 0 = -1, a % 0 = a, INT_MIN / -1 = INT_MIN, INT_MIN % -1 = 0).
+// NO-EXECUTE: unfolded, XLA's compiler dies with SIGFPE folding it itself.
+// CHECK-LABEL: func.func @integer_divide_special_cases
+// CHECK-NEXT: stablehlo.constant dense<[1, -1, -2147483648]> : tensor<3xi32>
+// CHECK-NEXT: stablehlo.constant dense<[0, 2, 0]> : tensor<3xi32>
+// CHECK-NEXT: stablehlo.constant dense<[255, 3]> : tensor<2xui8>
+// CHECK-NOT: stablehlo.divide
+func.func @integer_divide_special_cases() -> (tensor<3xi32>, tensor<3xi32>, tensor<2xui8>) {
+  %a = stablehlo.constant dense<[1, 2, -2147483648]> : tensor<3xi32>
+  %b = stablehlo.constant dense<[1, 0, -1]> : tensor<3xi32>
+  %0 = stablehlo.divide %a, %b : tensor<3xi32>
+  %1 = stablehlo.remainder %a, %b : tensor<3xi32>
+  %u = stablehlo.constant dense<[7, 9]> : tensor<2xui8>
+  %v = stablehlo.constant dense<[0, 3]> : tensor<2xui8>
+  %2 = stablehlo.divide %u, %v : tensor<2xui8>
+  return %0, %1, %2 : tensor<3xi32>, tensor<3xi32>, tensor<2xui8>
 }
 
 // -----
