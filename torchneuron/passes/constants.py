@@ -84,15 +84,6 @@ def numpy_dtype_of(element_type: ir.Type) -> np.dtype:
         ) from None
 
 
-def element_type_of(dtype: np.dtype) -> ir.Type:
-    """The MLIR element type for a numpy dtype (signless integers; needs an active Context)."""
-    dtype = np.dtype(dtype)
-    for text, candidate in NUMPY_DTYPE_OF_ELEMENT_TYPE.items():
-        if candidate == dtype and not text.startswith("si"):
-            return ir.Type.parse(text)
-    raise UnsupportedConstantError(f"no MLIR element type for numpy dtype {dtype}")
-
-
 def payload_bytes(tensor_type: ir.Type) -> int:
     """Bytes the payload of a static tensor of this type takes in a weight file."""
     shaped = ir.RankedTensorType(tensor_type)
@@ -172,15 +163,19 @@ def is_float_dtype(dtype: np.dtype) -> bool:
     return dtype.kind == "f" or dtype in _ML_FLOAT_DTYPES
 
 
+_SUB_BYTE_SIGNED = frozenset([np.dtype(ml_dtypes.int4), np.dtype(ml_dtypes.int2)])
+_SUB_BYTE_UNSIGNED = frozenset([np.dtype(ml_dtypes.uint4), np.dtype(ml_dtypes.uint2)])
+
+
 def _from_hex(hex_digits: str, dtype: np.dtype, shape: list[int]) -> np.ndarray:
     raw = bytes.fromhex(hex_digits)
     # i1 and sub-byte integers are stored one element per byte.
     storage = np.dtype(np.uint8) if dtype.itemsize == 1 else np.dtype(f"u{dtype.itemsize}")
     flat = np.frombuffer(raw, dtype=storage)
-    if dtype == np.bool_ or dtype in (np.dtype(ml_dtypes.int4), np.dtype(ml_dtypes.int2)):
-        flat = flat.view(np.int8).astype(dtype) if dtype != np.bool_ else flat.astype(np.bool_)
-    elif dtype in (np.dtype(ml_dtypes.uint4), np.dtype(ml_dtypes.uint2)):
+    if dtype == np.bool_ or dtype in _SUB_BYTE_UNSIGNED:
         flat = flat.astype(dtype)
+    elif dtype in _SUB_BYTE_SIGNED:
+        flat = flat.view(np.int8).astype(dtype)
     else:
         flat = flat.view(dtype)
     return _shape_elements(flat, shape)
@@ -245,10 +240,11 @@ def numpy_to_elements_attr(
     if flat.size > 0 and _all_equal(flat):
         flat = flat[:1]
     if str(element_type) not in _BUFFER_NATIVE_ELEMENT_TYPES:
-        if dtype.itemsize == 1 and dtype not in _ML_FLOAT_DTYPES:
-            storage = (
-                flat.astype(np.int8) if dtype.name.startswith("int") else flat.astype(np.uint8)
-            )
+        # The bindings take sub-byte integers one per byte, floats as their bit patterns.
+        if dtype in _SUB_BYTE_SIGNED:
+            storage = flat.astype(np.int8)
+        elif dtype in _SUB_BYTE_UNSIGNED:
+            storage = flat.astype(np.uint8)
         else:
             storage = flat.view(np.dtype(f"u{dtype.itemsize}"))
         return ir.DenseElementsAttr.get(np.ascontiguousarray(storage), type=tensor_type)

@@ -7,6 +7,8 @@ but not the optimization passes: ``stablehlo-aggressive-simplification`` is
 only reachable through the ``torch-mlir-opt`` tool shipped in the torch-mlir
 wheel, so that wrapper round-trips the module text through a subprocess
 (which does not know the ``shape`` dialect: run legalize-to-stablehlo first).
+That wrapper replaces the module's body with the tool's output, so Python
+handles to operations inside the module do not survive it.
 
 Options of a wrapped pass are forwarded verbatim:
 ``canonicalize{max-iterations=3}``. Upstream passes report one counter,
