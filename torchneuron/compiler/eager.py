@@ -127,11 +127,9 @@ def compile_op(
         target = topology().target
     cache = cache if cache is not None else get_default_cache()
     key = key_for("eager-op", target, key_parts)
-    traced: list = []
 
     def compile_now() -> bytes:
         gm, fake_inputs = trace(op_name, specs, traced_fn)
-        traced.append(gm)
         return _compile_graph(op_name, gm, fake_inputs, target)
 
     neff = cache.get_or_compile(key, compile_now)
@@ -158,9 +156,12 @@ def trace(
             torch.empty_strided(spec.shape, spec.stride, dtype=spec.dtype, device="cpu")
             for spec in specs
         ]
+    def positional(*flat):  # placeholders are then named arg<i>_1, whatever traced_fn calls them
+        return traced_fn(*flat)
+
     try:
         gm = make_fx(
-            torch.func.functionalize(traced_fn, remove="mutations_and_views"),
+            torch.func.functionalize(positional, remove="mutations_and_views"),
             decomposition_table=decomposition_table(),
             tracing_mode="real",
         )(*fake_inputs)
