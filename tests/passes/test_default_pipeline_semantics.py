@@ -118,3 +118,26 @@ def test_default_pipeline_shrinks_torch_output():
     assert report.steps[-1].ops_after < report.steps[0].ops_before / 2
     assert report.counters["algebraic-simplify.mul-by-one"] >= 1
     assert report.counters["algebraic-simplify.transpose-of-transpose"] == 1
+
+
+def test_neff_pipeline_runs_on_the_importers_own_module():
+    """No text round trip: the module object torch-mlir returns, in its own Context."""
+    from torch_mlir import fx
+
+    from torchneuron.passes import NEFF_PIPELINE
+
+    model, inputs = _example("mlp")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        module = fx.export_and_import(
+            model.eval(), torch.from_numpy(inputs[0]), output_type="stablehlo"
+        )
+    ctx = PassContext(weights={})
+    PassManager.from_pipeline(NEFF_PIPELINE).run(module, ctx)
+    assert "dense_resource" not in str(module)
+    # fc1's 32x16 weight is over the 1024-byte default threshold; the rest is small.
+    assert {name: w.shape for name, w in ctx.weights.items()} == {"const_0": (32, 16)}
+    (output,) = execute(module, inputs, ctx.weights)
+    with torch.no_grad():
+        expected = model(torch.from_numpy(inputs[0])).numpy()
+    np.testing.assert_allclose(output, expected, rtol=1e-5, atol=1e-6)
