@@ -138,3 +138,19 @@ def test_fallback_helper_reads_environment(monkeypatch):
     assert not backend_module.fallback_disabled()
     monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
     assert backend_module.fallback_disabled()
+
+
+def test_recompiling_same_graph_reuses_compiled_frame_with_new_weights(monkeypatch):
+    calls = []
+    real_compile = backend_module._compile_dynamo_graph
+    monkeypatch.setattr(backend_module, "_compile_dynamo_graph",
+                        lambda *a: calls.append(1) or real_compile(*a))
+    x = ZOO["mlp"].example_inputs()[0]
+    first, second = ZOO["mlp"].build(), ZOO["mlp"].build()
+    with torch.no_grad():
+        for p in second.parameters():
+            p.mul_(-0.5)  # same architecture, different weights
+        torch.testing.assert_close(torch.compile(first, backend="neuron")(x), first(x))
+        torch._dynamo.reset()
+        torch.testing.assert_close(torch.compile(second, backend="neuron")(x), second(x))
+    assert len(calls) == 1  # the second model reused the compiled graph, fed its own weights

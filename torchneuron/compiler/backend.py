@@ -9,6 +9,7 @@ lowered runs on the CPU with a warning, or raises when
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import os
 import warnings
@@ -51,6 +52,53 @@ class NeuronBackendOptions:
 def neuron_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options=None, **kw):
     """The torch.compile backend entry point (registered as ``"neuron"``)."""
     opts = NeuronBackendOptions(options or kw.get("options"))
+    key = _dynamo_graph_key(gm, example_inputs, opts)
+    cached = _COMPILED_FRAMES.get(key) if key is not None else None
+    if cached is not None:
+        return cached
+    compiled = _compile_dynamo_graph(gm, example_inputs, opts)
+    if key is not None:
+        _COMPILED_FRAMES[key] = compiled
+        while len(_COMPILED_FRAMES) > _COMPILED_FRAMES_CAPACITY:
+            _COMPILED_FRAMES.pop(next(iter(_COMPILED_FRAMES)))
+    return compiled
+
+
+# Dynamo graph key -> the AOTAutograd-compiled callable made for it. Dynamo passes
+# parameters and buffers as graph inputs, so the callable depends only on the graph,
+# its constants and the inputs' metadata; a second compile of the same graph (after
+# torch._dynamo.reset(), or a second instance of the same model) skips AOTAutograd.
+_COMPILED_FRAMES: dict[str, Any] = {}
+_COMPILED_FRAMES_CAPACITY = 128
+
+
+def _dynamo_graph_key(gm: torch.fx.GraphModule, example_inputs, opts) -> str | None:
+    if any(True for _ in gm.parameters()) or any(True for _ in gm.buffers()):
+        return None  # state held by the module itself: not a pure function of the inputs
+    digest = hashlib.sha256(gm.code.encode())
+    for node in gm.graph.nodes:
+        if node.op == "get_attr":
+            return None
+    for value in example_inputs:
+        if isinstance(value, torch.Tensor):
+            digest.update(repr((
+                "T", tuple(value.shape), value.stride(), value.dtype, str(value.device),
+                value.requires_grad, isinstance(value, torch.nn.Parameter),
+                value.storage_offset(),
+            )).encode())
+        elif isinstance(value, (int, float, bool)):
+            digest.update(repr(("S", type(value).__name__, value)).encode())
+        else:
+            return None  # symbolic sizes and other objects: no safe key
+    digest.update(repr((
+        torch.is_grad_enabled(), torch.is_inference_mode_enabled(),
+        torch.is_autocast_enabled("cpu"), fallback_disabled(), opts.target, opts.pipeline,
+        opts.dump_dir, opts.core,
+    )).encode())
+    return digest.hexdigest()
+
+
+def _compile_dynamo_graph(gm: torch.fx.GraphModule, example_inputs, opts):
     graph_id = next(_graph_ids)
 
     def compile_forward(fx_gm, fx_inputs):

@@ -92,15 +92,16 @@ def compile_graph(
     ``weights`` maps placeholder names to compile-time values (parameters and
     buffers of an exported program); they are stored in the NEFF and are not
     runtime inputs. ``pipeline`` is a pass pipeline string (default: the -O
-    pipeline). ``stop_after`` ends compilation after that stage.
+    pipeline followed by ``externalize-constants``). ``stop_after`` ends compilation after that stage.
     """
     if stop_after not in STAGES:
         raise CompileError(f"unknown stage {stop_after!r}; stages are {', '.join(STAGES)}")
     if target not in TARGETS:
         raise CompileError(f"unknown target {target!r}; targets are {', '.join(TARGETS)}")
-    from torchneuron.passes import DEFAULT_PIPELINE
+    from torchneuron.passes import NEFF_PIPELINE
 
-    pipeline = DEFAULT_PIPELINE if pipeline is None else pipeline
+    # The -O pipeline, then large constants moved out of the program into NEFF weights.
+    pipeline = NEFF_PIPELINE if pipeline is None else pipeline
     gm = _aten_graph(gm, example_inputs)
 
     cacheable = use_cache and dump_dir is None and not print_ir_after_all
