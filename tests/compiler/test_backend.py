@@ -141,6 +141,7 @@ def test_fallback_helper_reads_environment(monkeypatch):
 
 
 def test_recompiling_same_graph_reuses_compiled_frame_with_new_weights(monkeypatch):
+    monkeypatch.setattr(backend_module, "_COMPILED_FRAMES", {})
     calls = []
     real_compile = backend_module._compile_dynamo_graph
     monkeypatch.setattr(backend_module, "_compile_dynamo_graph",
