@@ -9,6 +9,11 @@ torch.compile backend, eager per-op compiler, NEFF cache, ``neuronc`` CLI) and
 
 __version__ = "0.1.0"
 
+# torch first: `import torch` runs the torch.backends autoload entry point, which imports
+# torchneuron.device. Importing torch from inside torchneuron.device instead would enter
+# that entry point while torchneuron.device is half initialised.
+import torch  # noqa: E402,F401
+
 # Importing the package registers the `neuron` device (also done by the torch.backends
 # autoload entry point); a failure warns and leaves the device unregistered.
 from torchneuron.device import autoload as _autoload_device  # noqa: E402
