@@ -5,6 +5,8 @@
     neuronc compile model.pt2 -o m.neff --dump-dir dump/ --passes "canonicalize,cse" --print-ir-after-all
     neuronc inspect model.neff
     neuronc run model.neff --input x=input.npy --output-dir out/
+    neuronc golden update model.pt2 --dir goldens/model   # write normalized IR of each stage
+    neuronc golden check  model.pt2 --dir goldens/model   # exit 1 with a diff if it changed
 """
 
 from __future__ import annotations
@@ -77,6 +79,23 @@ def _parser() -> argparse.ArgumentParser:
     run_cmd.add_argument("--output-dir", help="write each output as <name>.npy here")
     run_cmd.add_argument("--core", type=int, default=0, help="logical NeuronCore index")
     run_cmd.set_defaults(handler=_run)
+
+    golden_cmd = commands.add_parser(
+        "golden", help="golden-IR checks: has the compiled program changed?")
+    golden_actions = golden_cmd.add_subparsers(dest="golden_action", required=True)
+    for action, help_text in (
+        ("update", "write (or refresh) the goldens and print what changed"),
+        ("check", "compare with the goldens; exit 1 with a unified diff per changed stage"),
+    ):
+        golden_action = golden_actions.add_parser(action, help=help_text)
+        golden_action.add_argument("program", help="a program saved with torch.export.save")
+        golden_action.add_argument("--dir", required=True, help="the golden folder")
+        golden_action.add_argument("--target", choices=TARGETS, default="trn2")
+        golden_action.add_argument("--passes", help="pass pipeline (default: the -O pipeline)")
+        golden_action.add_argument("--name", help="program name (default: the file's stem)")
+        golden_action.add_argument("--weight-digests", action="store_true",
+                                   help="also record a sha256 of every weight's data")
+        golden_action.set_defaults(handler=_golden)
     return parser
 
 
@@ -174,6 +193,30 @@ def _run(args) -> int:
             print(np.array2string(np.asarray(value, dtype=np.float64) if value.dtype.kind == "V"
                                   else value, threshold=20))
     return 0
+
+
+def _golden(args) -> int:
+    from torchneuron import golden
+
+    options = dict(
+        name=args.name or Path(args.program).stem,
+        target=args.target,
+        pipeline=args.passes,
+        weight_digests=args.weight_digests,
+    )
+    if args.golden_action == "update":
+        result = golden.update(args.program, args.dir, **options)
+        print(result.report() if result.written else f"goldens in {args.dir} unchanged")
+        return 0
+    try:
+        result = golden.check(args.program, args.dir, **options)
+    except golden.GoldenError as exc:
+        raise UsageError(str(exc)) from None
+    if result.ok:
+        print(result.report())
+        return 0
+    sys.stdout.write(result.report() + "\n")
+    return 1
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
