@@ -9,6 +9,12 @@ torch.compile backend, eager per-op compiler, NEFF cache, ``neuronc`` CLI) and
 
 __version__ = "0.1.0"
 
+import os
+
+# jaxlib's XLA logs each client start at INFO level to stderr; it reads this once, when
+# the library loads, so it is set before anything here imports jaxlib.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+
 # torch first: `import torch` runs the torch.backends autoload entry point, which imports
 # torchneuron.device. Importing torch from inside torchneuron.device instead would enter
 # that entry point while torchneuron.device is half initialised.
