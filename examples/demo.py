@@ -38,7 +38,7 @@ with tempfile.TemporaryDirectory() as tmp:
                    check=True)
     subprocess.run([neuronc, "inspect", tmp / "mlp.neff"], check=True)
     np.save(tmp / "x.npy", x.numpy())
-    subprocess.run([neuronc, "run", tmp / "mlp.neff", "--input", f"x={tmp / 'x.npy'}",
+    subprocess.run([neuronc, "run", tmp / "mlp.neff", "--input", tmp / "x.npy",
                     "--output-dir", tmp / "out"], check=True)
     result = np.load(tmp / "out" / "output0.npy")
     print("neuronc run: max |neuron - cpu| =",

@@ -113,4 +113,6 @@ def test_run_rejects_wrong_inputs(mlp_program, tmp_path):
     assert missing.returncode == 2 and "missing input(s): x" in missing.stderr
     np.save(tmp_path / "wrong.npy", np.zeros((3, 3), np.float32))
     wrong = neuronc("run", neff, "--input", f"x={tmp_path / 'wrong.npy'}", check=False)
-    assert wrong.returncode == 2 and "shape [3, 3]" in wrong.stderr
+    assert wrong.returncode == 2 and "--input x=" in wrong.stderr and "shape [3, 3]" in wrong.stderr
+    positional = neuronc("run", neff, "--input", tmp_path / "wrong.npy", check=False)
+    assert positional.returncode == 2 and "--input x=" in positional.stderr

@@ -75,7 +75,8 @@ def _parser() -> argparse.ArgumentParser:
     run_cmd = commands.add_parser("run", help="run a NEFF on an emulated NeuronCore")
     run_cmd.add_argument("neff")
     run_cmd.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
-                         help="an input as a .npy file (repeat per input)")
+                         help="an input as a .npy file, by name or (FILE.npy alone) in order; "
+                              "repeat per input")
     run_cmd.add_argument("--output-dir", help="write each output as <name>.npy here")
     run_cmd.add_argument("--core", type=int, default=0, help="logical NeuronCore index")
     run_cmd.set_defaults(handler=_run)
@@ -150,15 +151,23 @@ def _run(args) -> int:
 
     neff = read_neff(args.neff)
     inputs = neff.manifest["signature"]["inputs"]
+    expected = [spec["name"] for spec in inputs]
     given = {}
-    for item in args.input:
-        name, sep, file = item.partition("=")
-        if not sep or not name or not file:
+    positional = [item for item in args.input if "=" not in item]
+    if positional and len(positional) != len(args.input):
+        raise UsageError("give every --input as NAME=FILE.npy, or every one as FILE.npy in order")
+    if positional:
+        if len(positional) > len(expected):
+            raise UsageError(f"{len(positional)} inputs given; the program takes "
+                             f"{len(expected)}: {', '.join(expected) or 'none'}")
+        given = dict(zip(expected, positional))
+    for item in args.input if not positional else ():
+        name, _, file = item.partition("=")
+        if not name or not file:
             raise UsageError(f"--input {item!r}: expected NAME=FILE.npy")
         if name in given:
             raise UsageError(f"--input {name} given twice")
         given[name] = file
-    expected = [spec["name"] for spec in inputs]
     unknown = sorted(set(given) - set(expected))
     if unknown:
         raise UsageError(f"unknown input(s) {', '.join(unknown)}; the program takes: "
