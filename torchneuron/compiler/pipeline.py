@@ -18,7 +18,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence, TextIO
+from typing import Any, Callable, Sequence, TextIO
 
 import numpy as np
 import torch
@@ -64,10 +64,25 @@ class CompiledGraph:
     pass_timings: dict[str, float] = field(default_factory=dict)
     pass_counters: dict[str, int] = field(default_factory=dict)
     cache_hit: bool = False
+    # The cost model's estimate of the optimized program (runtime.cost_model.estimate),
+    # None if the estimate failed (a warning says why).
+    schedule: Any = None
+    estimate_seconds: float = 0.0
 
 
 class CompileError(RuntimeError):
     """A compile request was malformed (unknown stage, target or option)."""
+
+
+class HbmCapacityError(CompileError):
+    """The program needs more HBM than one logical NeuronCore of the target has."""
+
+
+# Run after the pass pipeline on every compile: they only annotate (neuron.kernel,
+# neuron.engine), so the program is unchanged, and the estimate reads what they decide.
+SCHEDULE_PIPELINE = "fuse-kernels,assign-engines"
+# Discardable attributes of ours that stay out of the serialized program.
+_ANNOTATION_ATTRS = ("neuron.kernel", "neuron.engine", "neuron.activation")
 
 
 def compile_graph(
@@ -143,6 +158,8 @@ class _Compilation:
         self.extra_weights: dict[str, np.ndarray] = {}
         self.pass_report = None
         self.neff: bytes | None = None
+        self.schedule = None
+        self.estimate_seconds = 0.0
 
     def run(self, stop_after: str) -> CompiledGraph:
         stage_functions: dict[str, Callable[[], str]] = {
@@ -199,7 +216,42 @@ class _Compilation:
         context = PassContext(weights={})
         self.pass_report = manager.run(self.module, context)
         self.extra_weights = dict(context.weights)
+        self._schedule(context)
         return str(self.module)
+
+    def _schedule(self, context) -> None:
+        """Annotate kernels and engines, then estimate time and memory on the target."""
+        import warnings
+
+        from torchneuron.passes import PassManager
+        from torchneuron.passes.registry import split_pipeline
+        from torchneuron.runtime.cost_model import estimate
+
+        # A pipeline that ran an annotation pass itself (fuse-kernels{fuse=false}) keeps it.
+        already = {name for name, _ in split_pipeline(self.pipeline)} if self.pipeline else set()
+        missing = [name for name in SCHEDULE_PIPELINE.split(",") if name not in already]
+        if missing:
+            annotate = PassManager.from_pipeline(
+                ",".join(missing),
+                verify=True,
+                print_ir_after_all=self.print_ir_after_all,
+                ir_stream=self.ir_stream,
+                repro_dir=self.dump_dir,
+            )
+            report = annotate.run(self.module, context)
+            self.pass_report.timings.update(report.timings)
+            self.pass_report.counters.update(report.counters)
+            self.pass_report.steps.extend(report.steps)
+        start = time.perf_counter()
+        try:
+            self.schedule = estimate(self.module, self.target, logical_core_size(self.target))
+        except Exception as error:  # noqa: BLE001 -- an estimate must never stop a compile
+            warnings.warn(
+                f"torchneuron: no time/memory estimate for {self.name!r}: "
+                f"{type(error).__name__}: {error}",
+                stacklevel=2,
+            )
+        self.estimate_seconds = time.perf_counter() - start
 
     def _neff(self) -> str:
         from torchneuron.neff import Neff, describe, weight_file_path, write_neff
@@ -207,6 +259,11 @@ class _Compilation:
         arguments, results = _signature_of(self.module)
         weight_arrays = self._weight_arrays(arguments)
         program = _portable_artifact(self.module)
+        lnc = logical_core_size(self.target)
+        schedule = self.schedule
+        if schedule is not None:
+            schedule.memory.program_bytes = len(program)
+            self._check_fits(schedule, lnc)
         inputs = [a for a in arguments if a["kind"] == "input"]
         outputs = self._named_outputs(results)
         variables = [
@@ -215,7 +272,6 @@ class _Compilation:
             for a in arguments
         ] + [{**o, "kind": "output", "size_bytes": _size_bytes(o)} for o in outputs]
         source_hash = hashlib.sha256(self.artifacts["fx"].encode()).hexdigest()
-        lnc = logical_core_size(self.target)
         manifest = {
             "format": "torchneuron-neff",
             "name": self.name,
@@ -232,9 +288,15 @@ class _Compilation:
             "versions": dependency_versions(),
             "pipeline": self.pipeline,
             "source_hash": source_hash,
-            "estimates": {},
+            "estimates": schedule.summary() if schedule is not None else {},
         }
         definition = {"variables": variables, "dma_queues": []}
+        extra_files = {}
+        if schedule is not None:
+            definition["memory_plan"] = schedule.memory.to_json()
+            from torchneuron.runtime.scheduler import SCHEDULE_PATH
+
+            extra_files[SCHEDULE_PATH] = schedule.to_bytes()
         neff = Neff(
             name=self.name,
             manifest=manifest,
@@ -244,11 +306,40 @@ class _Compilation:
             num_tpb=1,
             lnc_size=lnc,
             build_version=build_version(),
+            extra_files=extra_files,
         )
         self.neff = write_neff(neff)
         return describe(neff)
 
     # -- helpers ------------------------------------------------------------
+
+    def _check_fits(self, schedule, lnc: int) -> None:
+        """HbmCapacityError when the program's peak HBM exceeds one logical core's."""
+        from torchneuron.runtime import hardware
+        from torchneuron.runtime.memory import format_bytes
+
+        capacity = hardware.chip(self.target).hbm_bytes_per_logical_core(lnc)
+        plan = schedule.memory
+        needed = plan.peak_hbm_bytes
+        if needed <= capacity:
+            return
+        arguments, results = _signature_of(self.module)
+        tensors = [
+            (f"{a['kind']} {a['name']} {a['dtype']}{a['shape']}", _size_bytes(a))
+            for a in arguments
+        ] + [
+            (f"output {o['name']} {o['dtype']}{o['shape']}", _size_bytes(o))
+            for o in self._named_outputs(results)
+        ]
+        raise HbmCapacityError(
+            f"{self.name!r} does not fit on one {self.target} logical NeuronCore (LNC={lnc}): "
+            f"it needs {format_bytes(needed)} ({needed} bytes) of HBM at its peak, "
+            f"{format_bytes(capacity)} ({capacity} bytes) are available. "
+            f"Weights {format_bytes(plan.weights_bytes)}, inputs "
+            f"{format_bytes(plan.inputs_bytes)}, outputs {format_bytes(plan.outputs_bytes)}, "
+            f"temporaries {format_bytes(plan.temporaries_bytes)}. Largest live tensors: "
+            f"{plan.describe_largest(tensors)}"
+        )
 
     def _mark_arguments(self) -> None:
         """Name every @main argument after its FX placeholder, and tag weights."""
@@ -308,6 +399,8 @@ class _Compilation:
             stage_seconds=self.seconds,
             pass_timings=dict(report.timings) if report else {},
             pass_counters=dict(report.counters) if report else {},
+            schedule=self.schedule,
+            estimate_seconds=self.estimate_seconds,
         )
 
 
@@ -363,10 +456,14 @@ def _portable_artifact(module: ir.Module) -> bytes:
 
     func = _main_function(module)
     text = str(module)
-    if "arg_attrs" in func.attributes:
-        # Our argument attributes are bookkeeping, not part of the portable program.
+    if "arg_attrs" in func.attributes or any(name in text for name in _ANNOTATION_ATTRS):
+        # Our argument attributes and kernel/engine annotations are bookkeeping (the
+        # schedule is stored beside the program), not part of the portable program.
         clone = ir.Module.parse(text, module.context)
-        del _main_function(clone).attributes["arg_attrs"]
+        clone_main = _main_function(clone)
+        if "arg_attrs" in clone_main.attributes:
+            del clone_main.attributes["arg_attrs"]
+        _strip_annotations(clone)
         text = str(clone)
     try:
         return _stablehlo.serialize_portable_artifact_str(text, stablehlo_target_version())
@@ -375,6 +472,19 @@ def _portable_artifact(module: ir.Module) -> bytes:
             f"could not serialize the program as a StableHLO {stablehlo_target_version()} "
             f"portable artifact: {exc}"
         ) from None
+
+
+def _strip_annotations(module: ir.Module) -> None:
+    """Delete our discardable scheduling attributes from every operation of ``module``."""
+
+    def strip(op) -> ir.WalkResult:
+        attributes = op.operation.attributes
+        for name in _ANNOTATION_ATTRS:
+            if name in attributes:
+                del attributes[name]
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(strip)
 
 
 def _spec(entry: dict) -> dict:

@@ -30,6 +30,8 @@ from torchneuron.passes import fold_constants  # noqa: F401  isort: skip
 from torchneuron.passes import algebraic_simplify  # noqa: F401  isort: skip
 from torchneuron.passes import dead_code_elimination  # noqa: F401  isort: skip
 from torchneuron.passes import externalize_constants  # noqa: F401  isort: skip
+from torchneuron.passes import fuse_kernels  # noqa: F401  isort: skip
+from torchneuron.passes import assign_engines  # noqa: F401  isort: skip
 
 from torchneuron.passes.pipelines import DEFAULT_PIPELINE, NEFF_PIPELINE
 

@@ -1,0 +1,325 @@
+"""fuse-kernels: group operations into the kernels a NeuronCore would run, as attributes.
+
+Requires: StableHLO in ``func.func`` bodies. Guarantees: the program is unchanged
+except that every top-level operation of every function, constants excepted, carries
+``neuron.kernel = N : i64``, the index of its kernel (0, 1, ... in program order of
+the kernels' first operations). Values produced and consumed inside one kernel stay
+in SBUF; only values that leave a kernel (used by another kernel or returned) go
+through HBM. The attributes are discardable: the program computes exactly what it
+computed before (the compiler strips them before serialising the program).
+
+Grouping, in one sweep over the operations in program order:
+
+- matmuls (dot_general, convolution) and irregular ops (gather, scatter, sort,
+  iota, rng, custom calls, control flow) start a kernel of their own;
+- an element-wise, reduction, data-movement or view op joins the kernel of one of
+  its operands' producers (a matmul, element-wise or reduction kernel): a matmul's
+  epilogue (bias, activation, residual add), element-wise chains, and reduction
+  patterns such as softmax and layer norm end up in one kernel;
+- a view or data-movement op used by one op only (a transposed weight, a broadcast
+  bias, a reshape between two ops) joins its consumer's kernel: it becomes the
+  access pattern of a load or store of that kernel;
+- constants belong to no kernel (splats are immediates; other constants are read
+  by the kernels that use them).
+
+Joining kernel K is allowed only when every other kernel feeding the op ends, in
+program order, before K begins: program order is a topological order, so no such
+kernel can depend on K, and the kernel graph stays acyclic.
+
+Rewrite: ``%r = op(...)`` -> ``%r = op(...) {neuron.kernel = N : i64}``
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from torch_mlir import ir
+
+from torchneuron.passes.context import PassContext
+from torchneuron.passes.registry import Pass, register_pass
+from torchneuron.runtime import engines
+from torchneuron.runtime.engines import op_kind
+
+KERNEL_ATTR = "neuron.kernel"
+ARGUMENT = -1  # ValueRef producer of a block argument
+
+# A value: (producing node index, result number), or (ARGUMENT, argument number).
+ValueRef = tuple[int, int]
+
+# Kinds whose kernels accept further element-wise/reduction/layout ops.
+_ACCEPTING_KINDS = frozenset(
+    [engines.MATMUL, engines.ELEMENTWISE, engines.TRANSCENDENTAL, engines.REDUCTION,
+     engines.DATA_MOVEMENT, engines.VIEW]
+)
+_LAYOUT_KINDS = frozenset([engines.DATA_MOVEMENT, engines.VIEW])
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """Static type of one value: shape, dtype name, bytes per element."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    itemsize: int
+
+    @property
+    def elements(self) -> int:
+        count = 1
+        for dim in self.shape:
+            count *= dim
+        return count
+
+    @property
+    def nbytes(self) -> int:
+        return self.elements * self.itemsize
+
+
+def tensor_info(value_type: ir.Type) -> TensorInfo:
+    """The TensorInfo of a ranked tensor type; tokens, tuples and dynamic shapes count 0 bytes."""
+    try:
+        ranked = ir.RankedTensorType(value_type)
+    except ValueError:
+        return TensorInfo((0,), str(value_type), 0)
+    dtype, itemsize = engines.element_type(str(ranked.element_type))
+    if ranked.has_static_shape:
+        return TensorInfo(tuple(int(d) for d in ranked.shape), dtype, itemsize)
+    return TensorInfo((0,), dtype, itemsize)
+
+
+@dataclass
+class Node:
+    """One top-level operation of a function body."""
+
+    index: int
+    op: ir.Operation
+    name: str
+    kind: str
+    operands: list[ValueRef]
+    results: list[TensorInfo]
+    users: list[int] = field(default_factory=list)  # node indices, in order, no repeats
+    returned: bool = False  # a result is returned by the function
+    splat: bool = False  # a constant whose elements are all equal
+
+
+@dataclass
+class Dataflow:
+    """The top-level operations of one function as a graph of nodes and values."""
+
+    function: ir.Operation
+    nodes: list[Node]
+    arguments: list[TensorInfo]
+    returns: list[ValueRef]
+
+    def info(self, ref: ValueRef) -> TensorInfo:
+        producer, number = ref
+        return self.arguments[number] if producer == ARGUMENT else self.nodes[producer].results[number]
+
+    @classmethod
+    def of_function(cls, function: ir.Operation) -> Dataflow:
+        block = function.regions[0].blocks[0]
+        ops = [op.operation for op in block.operations]
+        terminator = ops.pop() if ops and ops[-1].name in ("func.return", "return") else None
+        index = {op: i for i, op in enumerate(ops)}
+
+        def ref_of(value: ir.Value) -> ValueRef:
+            owner = value.owner
+            if isinstance(owner, ir.Block):
+                return (ARGUMENT, ir.BlockArgument(value).arg_number)
+            return (index[owner.operation], ir.OpResult(value).result_number)
+
+        nodes = []
+        for i, op in enumerate(ops):
+            name = op.name
+            kind = op_kind(name)
+            node = Node(
+                i, op, name, kind,
+                [ref_of(v) for v in op.operands],
+                [tensor_info(r.type) for r in op.results],
+            )
+            if kind == engines.CONSTANT:
+                node.splat = _is_splat(op)
+            nodes.append(node)
+        for node in nodes:
+            seen = set()
+            for producer, _ in node.operands:
+                if producer != ARGUMENT and producer not in seen:
+                    seen.add(producer)
+                    nodes[producer].users.append(node.index)
+            # Values used inside a region (implicit captures) count as operands too.
+            for region in node.op.regions:
+                for captured in _captured_values(region, index):
+                    if captured not in seen:
+                        seen.add(captured)
+                        node.operands.append((captured, 0))
+                        nodes[captured].users.append(node.index)
+        returns = [ref_of(v) for v in terminator.operands] if terminator is not None else []
+        for producer, _ in returns:
+            if producer != ARGUMENT:
+                nodes[producer].returned = True
+        arguments = [tensor_info(a.type) for a in block.arguments]
+        return cls(function, nodes, arguments, returns)
+
+
+def _is_splat(op: ir.Operation) -> bool:
+    try:
+        attr = op.attributes["value"]
+    except (KeyError, TypeError):
+        return False
+    try:
+        return ir.DenseElementsAttr(attr).is_splat
+    except (TypeError, ValueError):
+        return False
+
+
+def _captured_values(region: ir.Region, top_level: dict) -> list[int]:
+    """Top-level nodes whose results are used inside ``region`` (regions may capture)."""
+    found = []
+    for block in region.blocks:
+        for op in block.operations:
+            for value in op.operation.operands:
+                owner = value.owner
+                if not isinstance(owner, ir.Block) and owner.operation in top_level:
+                    found.append(top_level[owner.operation])
+            for nested in op.operation.regions:
+                found.extend(_captured_values(nested, top_level))
+    return found
+
+
+def functions_of(module: ir.Module) -> list[ir.Operation]:
+    """Every ``func.func`` with a body at the top level of ``module``."""
+    return [
+        op.operation
+        for op in module.body.operations
+        if op.operation.name == "func.func" and len(op.operation.regions[0].blocks) > 0
+    ]
+
+
+def main_function(module: ir.Module) -> ir.Operation:
+    """``@main``, or the only function when there is one; KeyError otherwise."""
+    functions = functions_of(module)
+    for function in functions:
+        if ir.StringAttr(function.attributes["sym_name"]).value == "main":
+            return function
+    if len(functions) == 1:
+        return functions[0]
+    raise KeyError("the module has no func.func @main")
+
+
+def plan_kernels(flow: Dataflow, fuse: bool = True) -> list[int | None]:
+    """The kernel index of every node (None for constants); ``fuse=False``: one op per kernel."""
+    nodes = flow.nodes
+    kernel_of: list[int | None] = [None] * len(nodes)
+    # Layout ops with one consumer wait for it and join its kernel, as its access pattern.
+    pending: set[int] = set()
+    first: list[int] = []  # kernel -> index of the op that opened it
+    last: list[int] = []  # kernel -> highest op index in it
+    kind_of: list[str] = []  # kernel -> kind of its first op
+
+    def feeding(node: Node) -> list[tuple[int, int]]:
+        """(kernel, bytes) of every value from another kernel ``node`` reads, through pending ops."""
+        found = []
+        for ref in node.operands:
+            producer = ref[0]
+            if producer == ARGUMENT:
+                continue
+            if producer in pending:
+                found.extend(feeding(nodes[producer]))
+            elif kernel_of[producer] is not None:
+                found.append((kernel_of[producer], flow.info(ref).nbytes))
+        return found
+
+    def adopt_pending(node: Node, kernel: int) -> None:
+        for producer, _ in node.operands:
+            if producer in pending:
+                pending.discard(producer)
+                kernel_of[producer] = kernel
+                adopt_pending(nodes[producer], kernel)
+
+    for node in nodes:
+        if node.kind == engines.CONSTANT:
+            continue
+        if fuse and node.kind in _LAYOUT_KINDS and len(node.users) == 1 and not node.returned:
+            pending.add(node.index)
+            continue
+        chosen = None
+        if fuse and node.kind in engines.FUSIBLE_KINDS:
+            chosen = _choose_kernel(feeding(node), first, last, kind_of)
+        if chosen is None:
+            chosen = len(first)
+            first.append(node.index)
+            last.append(node.index)
+            kind_of.append(node.kind)
+        kernel_of[node.index] = chosen
+        last[chosen] = max(last[chosen], node.index)
+        adopt_pending(node, chosen)
+    # Pending ops whose consumer is a constant-free dead end cannot exist after dce, but a
+    # malformed plan must still give every op a kernel: each such op runs alone.
+    for index in sorted(pending):
+        kernel_of[index] = len(first)
+        first.append(index)
+        last.append(index)
+        kind_of.append(nodes[index].kind)
+    return _renumber(kernel_of, first)
+
+
+def _choose_kernel(
+    feeding: list[tuple[int, int]], first: list[int], last: list[int], kind_of: list[str]
+) -> int | None:
+    """The producer kernel to join: the one feeding the most bytes among those that keep the
+    kernel graph acyclic (every other feeding kernel ends before the candidate begins)."""
+    fed: dict[int, int] = {}
+    for kernel, nbytes in feeding:
+        fed[kernel] = fed.get(kernel, 0) + nbytes
+    best = None
+    for candidate, nbytes in fed.items():
+        if kind_of[candidate] not in _ACCEPTING_KINDS:
+            continue
+        if any(last[other] >= first[candidate] for other in fed if other != candidate):
+            continue
+        if best is None or (nbytes, first[candidate]) > (fed[best], first[best]):
+            best = candidate
+    return best
+
+
+def _renumber(kernel_of: list[int | None], first: list[int]) -> list[int | None]:
+    order = sorted(range(len(first)), key=lambda k: first[k])
+    new_id = {old: new for new, old in enumerate(order)}
+    return [None if k is None else new_id[k] for k in kernel_of]
+
+
+def read_kernels(flow: Dataflow) -> list[int | None] | None:
+    """The ``neuron.kernel`` attributes of ``flow``'s nodes; None unless every non-constant has one."""
+    kernels: list[int | None] = []
+    for node in flow.nodes:
+        if node.kind == engines.CONSTANT:
+            kernels.append(None)
+            continue
+        if KERNEL_ATTR not in node.op.attributes:
+            return None
+        kernels.append(ir.IntegerAttr(node.op.attributes[KERNEL_ATTR]).value)
+    return kernels
+
+
+@register_pass
+@dataclass
+class FuseKernels(Pass):
+    """Group ops into NeuronCore kernels (neuron.kernel attributes); intermediates stay in SBUF."""
+
+    name = "fuse-kernels"
+    # false: one op per kernel (what the estimate looks like without fusion)
+    fuse: bool = True
+
+    def run(self, module: ir.Module, ctx: PassContext) -> None:
+        i64 = ir.IntegerType.get_signless(64)
+        for function in functions_of(module):
+            flow = Dataflow.of_function(function)
+            kernels = plan_kernels(flow, fuse=self.fuse)
+            for node, kernel in zip(flow.nodes, kernels):
+                if kernel is None:
+                    if KERNEL_ATTR in node.op.attributes:
+                        del node.op.attributes[KERNEL_ATTR]
+                    continue
+                node.op.attributes[KERNEL_ATTR] = ir.IntegerAttr.get(i64, kernel)
+            count = len({k for k in kernels if k is not None})
+            ctx.count("kernel", count)
+            ctx.count("fused-op", sum(k is not None for k in kernels) - count)

@@ -1,0 +1,327 @@
+"""List scheduling of kernels over a NeuronCore's engines, and the ``Schedule`` it produces.
+
+Resources are lanes: the four compute engines (TensorE, VectorE, ScalarE, GpSimd)
+and one DMA lane standing for the core's share of HBM bandwidth. A kernel runs on its
+*primary* engine (TensorE for a matmul kernel, else the engine it keeps busiest) and
+may also use other engines (a matmul's GELU epilogue on ScalarE) and the DMA lane.
+Inside a kernel, tiles are double-buffered, so its resources work in parallel and the
+kernel takes as long as its slowest resource (the "bound").
+
+Placement, kernel by kernel: among kernels whose producers have finished, take the one
+with the longest remaining critical path (bottom level); it starts when its producers
+have ended and its primary engine is free; its work on each other lane starts when
+that lane is free (not before the kernel starts); it ends when its slowest part ends.
+Independent kernels on different engines therefore overlap, while the DMA lane
+serialises everyone's HBM traffic, so total bytes / bandwidth bounds the latency.
+
+``Schedule`` is what the compiler stores as ``sg00/schedule.json`` and what the
+profiler and ``neuronc inspect`` read back.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+from dataclasses import dataclass, field
+
+from torchneuron.runtime.engines import COMPUTE_ENGINES, DMA_ENGINE, ENGINES
+from torchneuron.runtime.memory_plan import MemoryPlan
+
+SCHEDULE_FORMAT = "torchneuron-schedule"
+SCHEDULE_VERSION = 1
+SCHEDULE_PATH = "sg00/schedule.json"
+
+
+def _us(seconds: float) -> float:
+    # Microseconds with picosecond resolution: enough for any kernel, and stable in JSON.
+    return round(seconds * 1e6, 6)
+
+
+@dataclass
+class Kernel:
+    """One kernel: its ops, the work it puts on each resource, and (once scheduled) its times."""
+
+    id: int
+    name: str
+    engine: str  # primary engine: the lane the kernel occupies from start to end
+    ops: list[str]
+    op_indices: list[int]
+    engine_seconds: dict[str, float]  # busy time per compute engine, overheads included
+    dma_seconds: float  # time the DMA lane is busy: bytes over the core's bandwidth
+    hbm_read_bytes: int
+    hbm_write_bytes: int
+    sbuf_bytes: int
+    flops: int = 0
+    onchip_dma_bytes: int = 0
+    # Fixed latency before the kernel's first bytes arrive; it delays this kernel but
+    # does not occupy the DMA lane (other kernels' transfers proceed meanwhile).
+    dma_latency_s: float = 0.0
+    deps: list[int] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    start_s: float = 0.0
+    end_s: float = 0.0
+    # lane -> (start, end) of this kernel's work there, after scheduling
+    lanes: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    @property
+    def duration_s(self) -> float:
+        return self.end_s - self.start_s
+
+    @property
+    def work_seconds(self) -> float:
+        """The kernel's length when nothing else competes for its resources."""
+        return max([self.dma_latency_s + self.dma_seconds, *self.engine_seconds.values()])
+
+    @property
+    def bound(self) -> str:
+        """The resource that bounds this kernel: an engine name or "DMA"."""
+        resources = {**self.engine_seconds, DMA_ENGINE: self.dma_latency_s + self.dma_seconds}
+        return max(resources, key=lambda r: (resources[r], r == self.engine))
+
+    @property
+    def hbm_bytes(self) -> int:
+        return self.hbm_read_bytes + self.hbm_write_bytes
+
+    def to_json(self, clocks: dict[str, float]) -> dict:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "engine": self.engine,
+            "bound": self.bound,
+            "ops": list(self.ops),
+            "op_indices": list(self.op_indices),
+            "deps": list(self.deps),
+            "start_us": _us(self.start_s),
+            "end_us": _us(self.end_s),
+            "engine_us": {e: _us(s) for e, s in sorted(self.engine_seconds.items())},
+            "engine_cycles": {
+                e: round(s * clocks[e]) for e, s in sorted(self.engine_seconds.items())
+                if e in clocks
+            },
+            "dma_us": _us(self.dma_seconds),
+            "dma_latency_us": _us(self.dma_latency_s),
+            "lanes_us": {lane: [_us(a), _us(b)] for lane, (a, b) in sorted(self.lanes.items())},
+            "bytes_in": self.hbm_read_bytes,
+            "bytes_out": self.hbm_write_bytes,
+            "onchip_dma_bytes": self.onchip_dma_bytes,
+            "sbuf_bytes": self.sbuf_bytes,
+            "flops": self.flops,
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> Kernel:
+        kernel = cls(
+            id=int(data["id"]),
+            name=str(data["name"]),
+            engine=str(data["engine"]),
+            ops=list(data.get("ops", [])),
+            op_indices=list(data.get("op_indices", [])),
+            engine_seconds={e: v / 1e6 for e, v in data.get("engine_us", {}).items()},
+            dma_seconds=data.get("dma_us", 0.0) / 1e6,
+            hbm_read_bytes=int(data.get("bytes_in", 0)),
+            hbm_write_bytes=int(data.get("bytes_out", 0)),
+            sbuf_bytes=int(data.get("sbuf_bytes", 0)),
+            flops=int(data.get("flops", 0)),
+            onchip_dma_bytes=int(data.get("onchip_dma_bytes", 0)),
+            dma_latency_s=data.get("dma_latency_us", 0.0) / 1e6,
+            deps=list(data.get("deps", [])),
+            notes=list(data.get("notes", [])),
+            start_s=data.get("start_us", 0.0) / 1e6,
+            end_s=data.get("end_us", 0.0) / 1e6,
+        )
+        kernel.lanes = {
+            lane: (span[0] / 1e6, span[1] / 1e6) for lane, span in data.get("lanes_us", {}).items()
+        }
+        return kernel
+
+
+def _topological_order(kernels: list[Kernel]) -> list[int]:
+    """Positions of ``kernels`` in dependency order; ValueError on a cycle."""
+    position = {k.id: i for i, k in enumerate(kernels)}
+    waiting = [len(k.deps) for k in kernels]
+    users: list[list[int]] = [[] for _ in kernels]
+    for i, kernel in enumerate(kernels):
+        for dep in kernel.deps:
+            users[position[dep]].append(i)
+    ready = [i for i, count in enumerate(waiting) if count == 0]
+    order = []
+    while ready:
+        i = ready.pop()
+        order.append(i)
+        for user in users[i]:
+            waiting[user] -= 1
+            if waiting[user] == 0:
+                ready.append(user)
+    if len(order) != len(kernels):
+        stuck = sorted(kernels[i].name for i, count in enumerate(waiting) if count > 0)
+        raise ValueError(f"the kernel graph has a cycle through: {', '.join(stuck[:8])}")
+    return order
+
+
+def list_schedule(kernels: list[Kernel]) -> float:
+    """Place every kernel in time (sets start/end/lanes); returns the latency in seconds."""
+    if not kernels:
+        return 0.0
+    position = {k.id: i for i, k in enumerate(kernels)}
+    users: list[list[int]] = [[] for _ in kernels]
+    for i, kernel in enumerate(kernels):
+        for dep in kernel.deps:
+            users[position[dep]].append(i)
+    # Bottom level: the longest chain of work from a kernel to the end of the program.
+    bottom = [0.0] * len(kernels)
+    for i in reversed(_topological_order(kernels)):
+        bottom[i] = kernels[i].work_seconds + max((bottom[u] for u in users[i]), default=0.0)
+
+    waiting = [len(k.deps) for k in kernels]
+    ready = [(-bottom[i], kernels[i].id, i) for i, count in enumerate(waiting) if count == 0]
+    heapq.heapify(ready)
+    lane_free = {lane: 0.0 for lane in ENGINES}
+    latency = 0.0
+    while ready:
+        _, _, i = heapq.heappop(ready)
+        kernel = kernels[i]
+        producers_done = max((kernels[position[d]].end_s for d in kernel.deps), default=0.0)
+        start = max(producers_done, lane_free[kernel.engine])
+        end = start + kernel.work_seconds
+        lanes: dict[str, tuple[float, float]] = {}
+        for lane in COMPUTE_ENGINES:
+            busy = kernel.engine_seconds.get(lane, 0.0)
+            if lane == kernel.engine or busy <= 0.0:
+                continue
+            lane_start = max(start, lane_free[lane])
+            lanes[lane] = (lane_start, lane_start + busy)
+            lane_free[lane] = lane_start + busy
+            end = max(end, lane_start + busy)
+        if kernel.dma_seconds > 0.0:
+            dma_start = max(start + kernel.dma_latency_s, lane_free[DMA_ENGINE])
+            lanes[DMA_ENGINE] = (dma_start, dma_start + kernel.dma_seconds)
+            lane_free[DMA_ENGINE] = dma_start + kernel.dma_seconds
+            end = max(end, dma_start + kernel.dma_seconds)
+        if kernel.engine != DMA_ENGINE:
+            lanes[kernel.engine] = (start, end)
+        lane_free[kernel.engine] = max(lane_free[kernel.engine], end)
+        kernel.start_s, kernel.end_s, kernel.lanes = start, end, lanes
+        latency = max(latency, end)
+        for user in users[i]:
+            waiting[user] -= 1
+            if waiting[user] == 0:
+                heapq.heappush(ready, (-bottom[user], kernels[user].id, user))
+    return latency
+
+
+@dataclass
+class Schedule:
+    """The estimated execution of one program on one logical NeuronCore."""
+
+    target: str
+    lnc: int
+    kernels: list[Kernel]
+    memory: MemoryPlan
+    latency_s: float
+    flops: int  # matmul FLOPs (2 per multiply-accumulate)
+    # sum over matmuls of flops / (TensorE peak of the logical core at the matmul's dtype)
+    peak_seconds: float
+    clocks: dict[str, float]  # engine clock in Hz, to report cycles
+    model: dict = field(default_factory=dict)  # the figures the estimate used
+
+    @property
+    def mfu(self) -> float:
+        """Model FLOPs utilisation: time the matmuls would take at TensorE peak / latency."""
+        return self.peak_seconds / self.latency_s if self.latency_s > 0 else 0.0
+
+    @property
+    def hbm_bytes(self) -> int:
+        return sum(k.hbm_bytes for k in self.kernels)
+
+    def engine_busy_seconds(self) -> dict[str, float]:
+        busy = {engine: 0.0 for engine in ENGINES}
+        for kernel in self.kernels:
+            for engine, seconds in kernel.engine_seconds.items():
+                busy[engine] += seconds
+            busy[DMA_ENGINE] += kernel.dma_seconds
+        return busy
+
+    def engine_busy_percent(self) -> dict[str, float]:
+        busy = self.engine_busy_seconds()
+        if self.latency_s <= 0:
+            return {engine: 0.0 for engine in busy}
+        return {engine: round(100.0 * seconds / self.latency_s, 2) for engine, seconds in busy.items()}
+
+    def summary(self) -> dict:
+        """The figures stored in the NEFF manifest's ``estimates``."""
+        return {
+            "latency_us": _us(self.latency_s),
+            "engine_busy_percent": self.engine_busy_percent(),
+            "hbm_bytes": self.hbm_bytes,
+            "peak_hbm_bytes": self.memory.peak_hbm_bytes,
+            "weights_bytes": self.memory.weights_bytes,
+            "flops": self.flops,
+            "mfu": round(self.mfu, 4),
+            "kernels": len(self.kernels),
+        }
+
+    def to_json(self) -> dict:
+        return {
+            "format": SCHEDULE_FORMAT,
+            "version": SCHEDULE_VERSION,
+            "target": self.target,
+            "lnc": self.lnc,
+            "latency_us": _us(self.latency_s),
+            "flops": self.flops,
+            "peak_us": _us(self.peak_seconds),
+            "clocks_hz": dict(sorted(self.clocks.items())),
+            "model": self.model,
+            "summary": self.summary(),
+            "kernels": [k.to_json(self.clocks) for k in self.kernels],
+            "memory_plan": self.memory.to_json(),
+        }
+
+    def to_bytes(self) -> bytes:
+        """Canonical JSON (sorted keys, fixed layout), as stored in the NEFF."""
+        return (json.dumps(self.to_json(), sort_keys=True, indent=1) + "\n").encode("ascii")
+
+    @classmethod
+    def from_json(cls, data: dict | bytes | str) -> Schedule:
+        """A Schedule from ``to_json()`` output (a dict, or its JSON text/bytes)."""
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            data = bytes(data).decode("utf-8")
+        if isinstance(data, str):
+            data = json.loads(data)
+        if data.get("format") != SCHEDULE_FORMAT:
+            raise ValueError(f"not a schedule: format is {data.get('format')!r}")
+        if data.get("version") != SCHEDULE_VERSION:
+            raise ValueError(
+                f"schedule version {data.get('version')!r} is not supported "
+                f"(this reader knows {SCHEDULE_VERSION})"
+            )
+        return cls(
+            target=data["target"],
+            lnc=int(data["lnc"]),
+            kernels=[Kernel.from_json(k) for k in data.get("kernels", [])],
+            memory=MemoryPlan.from_json(data.get("memory_plan", {})),
+            latency_s=data.get("latency_us", 0.0) / 1e6,
+            flops=int(data.get("flops", 0)),
+            peak_seconds=data.get("peak_us", 0.0) / 1e6,
+            clocks=dict(data.get("clocks_hz", {})),
+            model=dict(data.get("model", {})),
+        )
+
+    def table(self, limit: int | None = 40) -> str:
+        """The kernels as a text table, in start order (the first ``limit`` rows)."""
+        rows = sorted(self.kernels, key=lambda k: (k.start_s, k.id))
+        shown = rows if limit is None else rows[:limit]
+        lines = [
+            f"  {'kernel':<28} {'engine':<8} {'bound':<8} {'start us':>10} {'time us':>9} "
+            f"{'bytes in':>11} {'bytes out':>11} {'SBUF':>9}  ops"
+        ]
+        for k in shown:
+            ops = len(k.ops)
+            lines.append(
+                f"  {k.name[:28]:<28} {k.engine:<8} {k.bound:<8} {k.start_s * 1e6:>10.3f} "
+                f"{k.duration_s * 1e6:>9.3f} {k.hbm_read_bytes:>11} {k.hbm_write_bytes:>11} "
+                f"{k.sbuf_bytes:>9}  {ops}"
+            )
+        if len(rows) > len(shown):
+            lines.append(f"  ... {len(rows) - len(shown)} more kernels")
+        return "\n".join(lines)
