@@ -65,8 +65,10 @@ def activation_islands(flow: Dataflow, kernels: list[int | None]) -> list[int | 
             return False
         if producer not in constant_like:
             node = nodes[producer]
+            # Constants, and anything computed from constants only (rsqrt(2.0), a
+            # broadcast splat), are immediates of an activation instruction.
             constant_like[producer] = node.kind == engines.CONSTANT or (
-                node.kind in _LAYOUT
+                node.kind in _POINTWISE | _LAYOUT
                 and bool(node.operands)
                 and all(is_constant(operand) for operand in node.operands)
             )

@@ -16,9 +16,13 @@ Grouping, in one sweep over the operations in program order:
   its operands' producers (a matmul, element-wise or reduction kernel): a matmul's
   epilogue (bias, activation, residual add), element-wise chains, and reduction
   patterns such as softmax and layer norm end up in one kernel;
+- such an op fed by function arguments only joins the latest kernel that already
+  reads one of those arguments (sibling fusion: ``x * 0.5`` and ``erf(x / sqrt 2)``
+  of GELU share one load of ``x``);
 - a view or data-movement op used by one op only (a transposed weight, a broadcast
   bias, a reshape between two ops) joins its consumer's kernel: it becomes the
-  access pattern of a load or store of that kernel;
+  access pattern of a load or store of that kernel; so does an op of constants
+  only (``rsqrt(2.0)``) used once;
 - constants belong to no kernel (splats are immediates; other constants are read
   by the kernels that use them).
 
@@ -228,6 +232,28 @@ def plan_kernels(flow: Dataflow, fuse: bool = True) -> list[int | None]:
                 found.append((kernel_of[producer], flow.info(ref).nbytes))
         return found
 
+    def computed_from_constants(ref: ValueRef) -> bool:
+        producer = ref[0]
+        if producer == ARGUMENT:
+            return False
+        node = nodes[producer]
+        if node.kind == engines.CONSTANT:
+            return True
+        return producer in pending and all(computed_from_constants(r) for r in node.operands)
+
+    # Argument -> the latest kernel reading it: an op fed by arguments only joins a kernel
+    # that already loads one of them (sibling fusion: the load is shared).
+    readers: dict[ValueRef, int] = {}
+
+    def arguments_read(node: Node) -> list[ValueRef]:
+        found = []
+        for ref in node.operands:
+            if ref[0] == ARGUMENT:
+                found.append(ref)
+            elif ref[0] in pending:
+                found.extend(arguments_read(nodes[ref[0]]))
+        return found
+
     def adopt_pending(node: Node, kernel: int) -> None:
         for producer, _ in node.operands:
             if producer in pending:
@@ -238,12 +264,26 @@ def plan_kernels(flow: Dataflow, fuse: bool = True) -> list[int | None]:
     for node in nodes:
         if node.kind == engines.CONSTANT:
             continue
-        if fuse and node.kind in _LAYOUT_KINDS and len(node.users) == 1 and not node.returned:
+        single_use = len(node.users) == 1 and not node.returned
+        if fuse and single_use and (
+            node.kind in _LAYOUT_KINDS
+            or (node.kind in engines.FUSIBLE_KINDS and node.operands
+                and all(computed_from_constants(ref) for ref in node.operands))
+        ):
             pending.add(node.index)
             continue
         chosen = None
         if fuse and node.kind in engines.FUSIBLE_KINDS:
-            chosen = _choose_kernel(feeding(node), first, last, kind_of)
+            fed_by = feeding(node)
+            if fed_by:
+                chosen = _choose_kernel(fed_by, first, last, kind_of)
+            else:
+                # Nothing depends on a kernel through this op yet, so joining any earlier
+                # kernel keeps the graph acyclic.
+                siblings = [readers[r] for r in arguments_read(node) if r in readers]
+                siblings = [k for k in siblings if kind_of[k] in _ACCEPTING_KINDS]
+                chosen = max(siblings, key=lambda k: first[k], default=None)
+        arguments = arguments_read(node)
         if chosen is None:
             chosen = len(first)
             first.append(node.index)
@@ -252,6 +292,8 @@ def plan_kernels(flow: Dataflow, fuse: bool = True) -> list[int | None]:
         kernel_of[node.index] = chosen
         last[chosen] = max(last[chosen], node.index)
         adopt_pending(node, chosen)
+        for ref in arguments:
+            readers[ref] = chosen
     # Pending ops whose consumer is a constant-free dead end cannot exist after dce, but a
     # malformed plan must still give every op a kernel: each such op runs alone.
     for index in sorted(pending):

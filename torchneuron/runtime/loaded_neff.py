@@ -7,6 +7,12 @@ uploads the weights once. ``LoadedNeff.execute`` validates the inputs, accounts
 the execution's input and output buffers against HBM for the duration of the
 call, and runs the program.
 
+When def.json carries a ``memory_plan`` (the compiler's liveness plan), each
+execution also reserves the plan's temporaries arena, so a program whose peak does
+not fit in the core's free HBM fails before it runs, with the usual out-of-memory
+error. Every execution is reported to the hooks registered with
+``add_execute_hook`` (the profiler's capture), with its host wall time.
+
 Argument order follows def.json: ``@main`` takes the ``input`` and ``weight``
 variables in the order they are listed; its results are the ``output`` variables
 in order. Variables of other kinds (state, temporaries) are not arguments.
@@ -16,8 +22,9 @@ from __future__ import annotations
 
 import math
 import os
+import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Self
 
@@ -26,11 +33,29 @@ import numpy as np
 from torchneuron.runtime.core import NeuronCore, get_core
 from torchneuron.runtime.dtypes import dtype_name, numpy_dtype
 from torchneuron.runtime.errors import NeuronRuntimeError
+from torchneuron.runtime import null_executor  # noqa: F401  registers the "null" executor
 from torchneuron.runtime.executor import DEFAULT_EXECUTOR, PreparedProgram, get_executor
 from torchneuron.runtime.program import TensorType
 from torchneuron.runtime.topology import LNC_VAR, TARGET_VAR
 
 ARGUMENT_KINDS = ("input", "weight")
+SCHEDULE_MEMBER = "sg00/schedule.json"
+
+# Called after every successful execute as hook(loaded_neff, host_start, host_seconds),
+# host_start from time.perf_counter(). Hooks must be quick; the profiler is one.
+ExecuteHook = Callable[["LoadedNeff", float, float], None]
+_EXECUTE_HOOKS: list[ExecuteHook] = []
+
+
+def add_execute_hook(hook: ExecuteHook) -> None:
+    """Call ``hook`` after every ``LoadedNeff.execute`` in this process."""
+    _EXECUTE_HOOKS.append(hook)
+
+
+def remove_execute_hook(hook: ExecuteHook) -> None:
+    """Stop calling ``hook``; a hook that is not registered is ignored."""
+    if hook in _EXECUTE_HOOKS:
+        _EXECUTE_HOOKS.remove(hook)
 
 
 @dataclass(frozen=True)
@@ -101,6 +126,9 @@ class LoadedNeff:
         self.definition: dict = dict(neff.definition or {})
         self.executor_name: str = executor.name
         self._check_target(neff)
+        self._schedule_json = (getattr(neff, "extra_files", None) or {}).get(SCHEDULE_MEMBER)
+        self._schedule: Any = None
+        self.temporaries_bytes = self._planned_temporaries()
 
         variables = self._parse_variables()
         self.input_specs: tuple[TensorSpec, ...] = tuple(v for v in variables if v.kind == "input")
@@ -150,7 +178,14 @@ class LoadedNeff:
         except BaseException:
             self._finalizer()
             raise
-        self._execution_tag = f"execution buffers of {self.label}"
+        self._execution_tag = f"execution buffers of {self.label}" + (
+            f" (inputs, outputs and {self.temporaries_bytes} bytes of temporaries)"
+            if self.temporaries_bytes
+            else ""
+        )
+        # Kept (as a copy: the NEFF's buffer also holds the weights) only to estimate a
+        # NEFF that was written without a schedule.
+        self._program = bytes(program) if self._schedule_json is None else None
         self._input_count = len(self.input_specs)
         self._input_checks = [(spec.shape, spec.numpy_dtype) for spec in self.input_specs]
 
@@ -170,6 +205,18 @@ class LoadedNeff:
                 f"{self.label} was compiled for LNC={lnc}, but {core.description} runs at "
                 f"LNC={core.lnc}: recompile with LNC={core.lnc}, or set {LNC_VAR}={lnc}"
             )
+
+    def _planned_temporaries(self) -> int:
+        plan = self.definition.get("memory_plan")
+        if plan is None:
+            return 0
+        size = plan.get("temporaries_bytes") if isinstance(plan, dict) else None
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise NeuronRuntimeError(
+                f"{self.label}: sg00/def.json memory_plan.temporaries_bytes is {size!r}, "
+                "not a byte count"
+            )
+        return size
 
     def _parse_variables(self) -> list[TensorSpec]:
         variables = self.definition.get("variables")
@@ -266,11 +313,18 @@ class LoadedNeff:
         if not self._finalizer.alive:
             raise NeuronRuntimeError(f"{self.label} was unloaded from {self.core.description}")
         hbm = self.core.hbm
-        handle = hbm.allocate(self.execution_bytes, self._execution_tag)
+        handle = hbm.allocate(self.execution_bytes + self.temporaries_bytes, self._execution_tag)
         try:
-            return self._run(inputs)
+            if not _EXECUTE_HOOKS:
+                return self._run(inputs)
+            start = time.perf_counter()
+            outputs = self._run(inputs)
+            seconds = time.perf_counter() - start
         finally:
             hbm.free(handle)
+        for hook in tuple(_EXECUTE_HOOKS):
+            hook(self, start, seconds)
+        return outputs
 
     __call__ = execute
 
@@ -305,6 +359,29 @@ class LoadedNeff:
                     f"{where} has shape {list(array.shape)}, expected {list(spec.shape)}"
                 )
         return checked
+
+    # -- estimates --------------------------------------------------------------
+
+    @property
+    def schedule(self) -> Any:
+        """The NEFF's estimated schedule (``runtime.scheduler.Schedule``), or None.
+
+        Read from ``sg00/schedule.json``; for a NEFF written without one, estimated from
+        its program on first use (once per loaded NEFF).
+        """
+        if self._schedule is None:
+            from torchneuron.runtime.scheduler import Schedule
+
+            try:
+                if self._schedule_json is not None:
+                    self._schedule = Schedule.from_json(self._schedule_json)
+                else:
+                    from torchneuron.runtime.cost_model import estimate_program
+
+                    self._schedule = estimate_program(self._program, self.core.target, self.core.lnc)
+            except Exception:  # noqa: BLE001 -- no estimate is not an execution error
+                self._schedule = False
+        return self._schedule or None
 
     # -- unloading --------------------------------------------------------------
 
