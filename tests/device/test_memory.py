@@ -51,3 +51,24 @@ def test_op_output_that_does_not_fit_raises_oom(monkeypatch):
     del x
     gc.collect()
     assert (torch.ones(4, device="neuron") * 2).cpu().tolist() == [2.0] * 4
+
+
+def test_storages_freed_by_the_garbage_collector_are_given_back():
+    # The collector can run inside the HBM allocator's lock; frees it triggers are queued.
+    from tests.device.conftest import run_python
+
+    code = (
+        "import gc, torch\n"
+        "base = torch.neuron.memory_allocated()\n"
+        "gc.set_threshold(1, 1, 1)\n"
+        "for _ in range(3000):\n"
+        "    cycle = [torch.empty(64, device='neuron')]\n"
+        "    cycle.append(cycle)\n"
+        "gc.set_threshold(700, 10, 10)\n"
+        "del cycle\n"
+        "gc.collect()\n"
+        "print('leaked', torch.neuron.memory_allocated() - base)\n"
+    )
+    result = run_python(code, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "leaked 0" in result.stdout

@@ -419,15 +419,21 @@ def _run_compiled(plan: OpPlan, values: list, device: int) -> Any:
     return _assemble(plan, values, entry, outputs, device)
 
 
+_device_objects: dict[int, torch.device] = {}
+
+
 def _assemble(plan: OpPlan, values: list, entry: _Entry, outputs: list, device: int) -> Any:
     fresh_outputs = []
     position = 0
+    target = _device_objects.get(device)
+    if target is None:
+        target = _device_objects.setdefault(device, torch.device(DEVICE_TYPE, device))
     for meta in entry.fresh:
         if meta is None:
             fresh_outputs.append(None)
             continue
         shape, stride, dtype = meta
-        result = torch.empty_strided(shape, stride, dtype=dtype, device=torch.device(DEVICE_TYPE, device))
+        result = torch.empty_strided(shape, stride, dtype=dtype, device=target)
         write_into(result, outputs[position])
         fresh_outputs.append(result)
         position += 1
