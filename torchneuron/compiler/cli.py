@@ -5,6 +5,8 @@
     neuronc compile model.pt2 -o m.neff --dump-dir dump/ --passes "canonicalize,cse" --print-ir-after-all
     neuronc inspect model.neff
     neuronc run model.neff --input x=input.npy --output-dir out/
+    neuronc profile model.neff -o trace.json      # Perfetto/Chrome trace, one lane per engine
+    neuronc estimate model.pt2 --target trn2 --target trn3   # side by side, no NEFF written
     neuronc golden update model.pt2 --dir goldens/model   # write normalized IR of each stage
     neuronc golden check  model.pt2 --dir goldens/model   # exit 1 with a diff if it changed
 """
@@ -70,7 +72,34 @@ def _parser() -> argparse.ArgumentParser:
 
     inspect_cmd = commands.add_parser("inspect", help="describe a NEFF")
     inspect_cmd.add_argument("neff")
+    inspect_cmd.add_argument("--kernels", default="30", metavar="N|all",
+                             help="schedule rows to show (default 30)")
     inspect_cmd.set_defaults(handler=_inspect)
+
+    profile_cmd = commands.add_parser(
+        "profile", help="execute a NEFF under the profiler; write a Chrome/Perfetto trace")
+    profile_cmd.add_argument("neff")
+    profile_cmd.add_argument("-o", "--output", help="where to write the trace (JSON)")
+    profile_cmd.add_argument("--iterations", type=int, default=1, help="executions (default 1)")
+    profile_cmd.add_argument("--execute", action="store_true",
+                             help="compute numbers with XLA (default: the null executor, "
+                                  "timing and memory only) on zero inputs")
+    profile_cmd.add_argument("--core", type=int, default=0, help="logical NeuronCore index")
+    profile_cmd.add_argument("--group-by", choices=("kernel", "neff"), default="kernel",
+                             help="rows of the printed table (default: kernel)")
+    profile_cmd.set_defaults(handler=_profile)
+
+    estimate_cmd = commands.add_parser(
+        "estimate", help="estimate latency, MFU and HBM of a program on one or more targets")
+    estimate_cmd.add_argument("program", help="a program saved with torch.export.save")
+    estimate_cmd.add_argument("--target", action="append", choices=TARGETS,
+                              help="a target chip (repeat to compare; default trn2)")
+    estimate_cmd.add_argument("--lnc", type=int, choices=(1, 2),
+                              help="logical NeuronCore size (default: each target's)")
+    estimate_cmd.add_argument("--passes", help="pass pipeline (default: the -O pipeline)")
+    estimate_cmd.add_argument("--name", help="program name (default: the file's stem)")
+    estimate_cmd.add_argument("--json", action="store_true", help="print the figures as JSON")
+    estimate_cmd.set_defaults(handler=_estimate)
 
     run_cmd = commands.add_parser("run", help="run a NEFF on an emulated NeuronCore")
     run_cmd.add_argument("neff")
@@ -140,8 +169,132 @@ def _compile(args) -> int:
 def _inspect(args) -> int:
     from torchneuron.neff import describe, read_neff
 
-    print(describe(read_neff(args.neff)))
+    if args.kernels == "all":
+        limit = None
+    else:
+        try:
+            limit = int(args.kernels)
+        except ValueError:
+            raise UsageError(f"--kernels {args.kernels!r}: expected a number or 'all'") from None
+    print(describe(read_neff(args.neff), max_kernels=limit))
     return 0
+
+
+def _profile(args) -> int:
+    import os
+
+    from torchneuron import profiler
+    from torchneuron.compiler import tensors
+    from torchneuron.neff import read_neff
+
+    if args.iterations < 1:
+        raise UsageError(f"--iterations must be at least 1, got {args.iterations}")
+    neff = read_neff(args.neff)
+    manifest = neff.manifest
+    # Profile on the chip the NEFF was built for, unless the environment says otherwise.
+    from torchneuron.runtime.topology import LNC_VAR, TARGET_VAR
+
+    if "target" in manifest and TARGET_VAR not in os.environ:
+        os.environ[TARGET_VAR] = str(manifest["target"])
+        if "lnc" in manifest and LNC_VAR not in os.environ:
+            os.environ[LNC_VAR] = str(manifest["lnc"])
+    from torchneuron.runtime import load_neff
+
+    loaded = load_neff(neff, core=args.core, executor="xla" if args.execute else "null")
+    inputs = [
+        np.zeros(spec["shape"], tensors.numpy_dtype(spec["dtype"]))
+        for spec in manifest.get("signature", {}).get("inputs", [])
+    ]
+    with profiler.profile() as prof:
+        for _ in range(args.iterations):
+            loaded.execute(inputs)
+    if loaded.schedule is None:
+        print(f"neuronc: warning: {args.neff} has no schedule; device times are unknown",
+              file=sys.stderr)
+    print(prof.table(group_by=args.group_by))
+    if args.output:
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+        prof.export_chrome_trace(args.output)
+        print(f"wrote {args.output} (open it in https://ui.perfetto.dev)", file=sys.stderr)
+    return 0
+
+
+def _estimate(args) -> int:
+    import json
+    import time
+
+    from torchneuron.compiler.exported import exported_graph, load_exported_program
+    from torchneuron.compiler.pipeline import compile_graph, logical_core_size
+    from torchneuron.runtime import hardware
+    from torchneuron.runtime.cost_model import estimate_text
+
+    targets = args.target or ["trn2"]
+    if len(set(targets)) != len(targets):
+        raise UsageError(f"--target given twice: {', '.join(targets)}")
+    program_path = Path(args.program)
+    graph = exported_graph(load_exported_program(program_path))
+    start = time.perf_counter()
+    # Everything up to the optimized program is the same for every target.
+    compiled = compile_graph(
+        graph.graph_module, name=args.name or program_path.stem, target=targets[0],
+        pipeline=args.passes, weights=graph.weights, weight_sources=graph.weight_sources,
+        output_names=graph.output_names, stop_after="optimized", use_cache=False,
+    )
+    compile_seconds = time.perf_counter() - start
+    columns = {}
+    for target in targets:
+        lnc = args.lnc or logical_core_size(target)
+        start = time.perf_counter()
+        schedule = estimate_text(compiled.artifacts["optimized"], target, lnc)
+        seconds = time.perf_counter() - start
+        capacity = hardware.chip(target).hbm_bytes_per_logical_core(lnc)
+        columns[target] = {
+            **schedule.summary(),
+            "lnc": lnc,
+            "hbm_capacity_bytes": capacity,
+            "fits": schedule.memory.peak_hbm_bytes <= capacity,
+            "estimate_seconds": round(seconds, 4),
+        }
+    if args.json:
+        print(json.dumps({"program": str(program_path), "compile_seconds": round(compile_seconds, 3),
+                          "targets": columns}, indent=2, sort_keys=True))
+        return 0
+    print(_estimate_table(columns))
+    print(f"(lowering and passes {compile_seconds:.2f} s; estimates from the cost model, "
+          "not measurements; peak HBM excludes the serialized program)")
+    return 0
+
+
+def _estimate_table(columns: dict[str, dict]) -> str:
+    from torchneuron.runtime.engines import ENGINES
+    from torchneuron.runtime.memory import format_bytes
+
+    def latency(c):
+        return f"{c['latency_us']:.3f} us"
+
+    rows = [
+        ("logical core", lambda c: f"LNC={c['lnc']}"),
+        ("estimated latency", latency),
+        ("MFU", lambda c: f"{100 * c['mfu']:.1f}%"),
+        *[(f"{engine} busy", lambda c, e=engine: f"{c['engine_busy_percent'].get(e, 0.0):.1f}%")
+          for engine in ENGINES],
+        ("HBM traffic", lambda c: format_bytes(c["hbm_bytes"])),
+        ("peak HBM", lambda c: format_bytes(c["peak_hbm_bytes"])),
+        ("HBM per core", lambda c: format_bytes(c["hbm_capacity_bytes"])),
+        ("fits", lambda c: "yes" if c["fits"] else "NO"),
+        ("weights", lambda c: format_bytes(c["weights_bytes"])),
+        ("matmul FLOPs", lambda c: f"{c['flops']:.3e}"),
+        ("kernels", lambda c: str(c["kernels"])),
+        ("estimate took", lambda c: f"{c['estimate_seconds'] * 1e3:.1f} ms"),
+    ]
+    names = list(columns)
+    label_width = max(len(label) for label, _ in rows)
+    cells = [[render(columns[name]) for name in names] for _, render in rows]
+    widths = [max(len(name), *(len(row[i]) for row in cells)) for i, name in enumerate(names)]
+    lines = [f"{'':<{label_width}}  " + "  ".join(f"{n:>{w}}" for n, w in zip(names, widths))]
+    for (label, _), row in zip(rows, cells):
+        lines.append(f"{label:<{label_width}}  " + "  ".join(f"{v:>{w}}" for v, w in zip(row, widths)))
+    return "\n".join(lines)
 
 
 def _run(args) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -38,8 +39,74 @@ def _header_of(neff: Neff) -> tuple[NeffHeader, dict[str, int]]:
     return header, sections
 
 
-def describe(neff: Neff) -> str:
-    """Header fields, sections with sizes, signature, weights, versions and target."""
+SCHEDULE_MEMBER = "sg00/schedule.json"
+_ENGINE_ORDER = ("TensorE", "VectorE", "ScalarE", "GpSimd", "DMA")
+
+
+def _estimate_lines(estimates: dict, manifest: dict) -> list[str]:
+    """The manifest's ``estimates`` as labelled lines; unknown keys are listed as they are."""
+    known = {
+        "latency_us", "engine_busy_percent", "hbm_bytes", "peak_hbm_bytes", "weights_bytes",
+        "flops", "mfu", "kernels",
+    }
+    where = f"{manifest.get('target', '?')}, LNC={manifest.get('lnc', '?')}"
+    lines = [f"estimates (cost model, one {where} logical NeuronCore):"]
+    if isinstance(estimates.get("latency_us"), (int, float)):
+        lines.append(f"  estimated latency    {estimates['latency_us']:.3f} us")
+    busy = estimates.get("engine_busy_percent")
+    if isinstance(busy, dict) and busy:
+        order = [e for e in _ENGINE_ORDER if e in busy] + sorted(set(busy) - set(_ENGINE_ORDER))
+        lines.append("  engine busy          " + ", ".join(f"{e} {busy[e]:.1f}%" for e in order))
+    for key, label in (("hbm_bytes", "HBM traffic"), ("peak_hbm_bytes", "peak HBM"),
+                       ("weights_bytes", "weights size")):
+        if isinstance(estimates.get(key), int):
+            lines.append(f"  {label:<20} {_size(estimates[key])} ({estimates[key]} B)")
+    if isinstance(estimates.get("mfu"), (int, float)):
+        lines.append(f"  MFU                  {100 * estimates['mfu']:.2f}%")
+    if isinstance(estimates.get("flops"), int):
+        lines.append(f"  matmul FLOPs         {estimates['flops']}")
+    if isinstance(estimates.get("kernels"), int):
+        lines.append(f"  kernels              {estimates['kernels']}")
+    for key in sorted(set(estimates) - known):
+        lines.append(f"  {key:<20} {estimates[key]}")
+    return lines
+
+
+def _schedule_lines(data: bytes, limit: int | None) -> list[str]:
+    """The kernels of ``sg00/schedule.json``: engine, bound, times, bytes, SBUF, ops."""
+    try:
+        schedule = json.loads(bytes(data).decode("utf-8"))
+        kernels = list(schedule["kernels"])
+    except (ValueError, KeyError, TypeError):
+        return [f"schedule ({SCHEDULE_MEMBER}): unreadable"]
+    lines = [
+        f"schedule ({SCHEDULE_MEMBER}): {len(kernels)} kernels, "
+        f"{schedule.get('latency_us', 0.0):.3f} us",
+        f"  {'kernel':<24} {'engine':<8} {'bound':<8} {'start us':>10} {'time us':>9} "
+        f"{'cycles':>9} {'bytes in':>11} {'bytes out':>11} {'SBUF':>9}  ops",
+    ]
+    kernels.sort(key=lambda k: (k.get("start_us", 0.0), k.get("id", 0)))
+    shown = kernels if limit is None else kernels[:limit]
+    for k in shown:
+        engine = k.get("engine", "?")
+        cycles = k.get("engine_cycles", {}).get(engine, "-")
+        start, end = k.get("start_us", 0.0), k.get("end_us", 0.0)
+        ops = k.get("ops", [])
+        op_text = ", ".join(sorted({o.split(".", 1)[-1] for o in ops}))
+        lines.append(
+            f"  {str(k.get('name', '?'))[:24]:<24} {engine:<8} {k.get('bound', '?'):<8} "
+            f"{start:>10.3f} {end - start:>9.3f} {cycles:>9} {k.get('bytes_in', 0):>11} "
+            f"{k.get('bytes_out', 0):>11} {k.get('sbuf_bytes', 0):>9}  "
+            f"{len(ops)}: {op_text[:60]}"
+        )
+    if len(kernels) > len(shown):
+        lines.append(f"  ... {len(kernels) - len(shown)} more kernels (neuronc inspect --kernels all)")
+    return lines
+
+
+def describe(neff: Neff, max_kernels: int | None = 30) -> str:
+    """Header fields, sections with sizes, signature, weights, versions and target; with
+    the cost model's estimates and schedule (at most ``max_kernels`` rows) when present."""
     header, sections = _header_of(neff)
     manifest = neff.manifest if isinstance(neff.manifest, dict) else {}
     lines = [
@@ -77,7 +144,22 @@ def describe(neff: Neff) -> str:
                 lines.append(f"  {role + ':':<9}" + (", ".join(map(_tensor_type, specs)) or "-"))
     estimates = manifest.get("estimates")
     if isinstance(estimates, dict) and estimates:
-        lines.append("estimates: " + ", ".join(f"{k}={v}" for k, v in sorted(estimates.items())))
+        lines.extend(_estimate_lines(estimates, manifest))
+    memory_plan = neff.definition.get("memory_plan") if isinstance(neff.definition, dict) else None
+    if isinstance(memory_plan, dict) and "peak_hbm_bytes" in memory_plan:
+        parts = [
+            f"{label} {_size(memory_plan[key])}"
+            for key, label in (("program_bytes", "program"), ("weights_bytes", "weights"),
+                               ("inputs_bytes", "inputs"), ("outputs_bytes", "outputs"),
+                               ("temporaries_bytes", "temporaries"))
+            if isinstance(memory_plan.get(key), int)
+        ]
+        lines.append(
+            f"memory plan (sg00/def.json): peak HBM {_size(memory_plan['peak_hbm_bytes'])} = "
+            + " + ".join(parts)
+        )
+    if SCHEDULE_MEMBER in neff.extra_files:
+        lines.extend(_schedule_lines(neff.extra_files[SCHEDULE_MEMBER], max_kernels))
     lines.append("sections:")
     width = max(len(path) for path in sections)
     program_kind = "MLIR bytecode" if bytes(neff.program[:4]) == b"ML\xefR" else "not MLIR bytecode"
