@@ -290,14 +290,17 @@ def _metadata(name: str, pid: int, tid: int | None, args: dict) -> dict:
 
 def _slice(name: str, category: str, pid: int, tid: int, start_s: float, seconds: float,
            args: dict) -> dict:
-    # Chrome traces count microseconds; three decimals keep nanoseconds.
+    # Chrome traces count microseconds; three decimals keep nanoseconds. Rounding the end
+    # (not the duration) keeps back-to-back slices from overlapping after rounding.
+    start = round(start_s * 1e6, 3)
+    end = round((start_s + max(seconds, 0.0)) * 1e6, 3)
     return {
         "name": name,
         "cat": category,
         "ph": "X",
         "pid": pid,
         "tid": tid,
-        "ts": round(start_s * 1e6, 3),
-        "dur": round(max(seconds, 0.0) * 1e6, 3),
+        "ts": start,
+        "dur": round(end - start, 3),
         "args": args,
     }
