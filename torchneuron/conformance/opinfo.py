@@ -1,0 +1,323 @@
+"""Running PyTorch's OpInfo entries on the ``neuron`` backend, one entry at a time.
+
+PyTorch's wheel carries its operator test database
+(``torch.testing._internal.common_methods_invocations.op_db``): ~700 entries,
+each an operator (or a variant of one) with a generator of sample inputs. An
+entry is named ``name`` or ``name.variant`` (``"nn.functional.conv2d"``,
+``"norm.fro"``).
+
+``run_entry`` runs an entry's first samples in one of two modes and compares
+each result with eager PyTorch on the CPU:
+
+- ``compile``: ``torch.compile(op, backend="neuron", fullgraph=True, dynamic=False)``;
+  the whole graph must compile to a NEFF (a CPU fallback is reported as such);
+- ``eager``: inputs moved to the ``neuron`` device, the op called directly (each
+  ATen op compiled to a NEFF); ops that ran on the CPU are reported as fallback.
+
+This runs in whatever process calls it; ``torchneuron.conformance.pool`` runs it
+in worker processes so that a crash in native code only costs one entry.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+import traceback
+import warnings
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Iterator
+
+import torch
+from torch.utils import _pytree as pytree
+
+from .compare import Mismatch, check_close
+
+MODES = ("compile", "eager")
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+# Statuses, from best to worst; an entry's status is its worst sample's.
+# pass      every sample ran natively and matched the CPU
+# skip      not applicable: dtype unsupported by the op, random output, no sample
+#           the CPU accepts, or Dynamo itself cannot capture the op in one graph
+# fallback  matched, but (part of) it ran on the CPU instead of a NeuronCore
+# error     compiling or running raised (a loud failure)
+# fail      a wrong answer: it ran and the result differs from the CPU
+# timeout   took longer than the pool's limit
+# crash     the process died (native code)
+STATUSES = ("pass", "skip", "fallback", "error", "fail", "timeout", "crash")
+_RANK = {status: rank for rank, status in enumerate(STATUSES)}
+
+# How many samples the CPU may reject before an entry is skipped.
+_SAMPLE_SEARCH_LIMIT = 12
+
+
+@dataclass
+class Outcome:
+    """The result of one entry in one mode and dtype."""
+
+    entry: str
+    mode: str
+    dtype: str
+    status: str
+    reason: str = ""
+    samples: int = 0
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Outcome":
+        return cls(**data)
+
+
+class _SampleSkipped(Exception):
+    """This sample says nothing about the backend (the reason is the message)."""
+
+
+class _FellBack(Exception):
+    """The sample's answer was right, but it did not run natively."""
+
+
+# -- the database ----------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def op_database() -> dict[str, Any]:
+    """``{entry name: OpInfo}`` for every entry of PyTorch's op database."""
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    return {entry_name(op): op for op in op_db}
+
+
+def entry_name(op) -> str:
+    return f"{op.name}.{op.variant_test_name}" if op.variant_test_name else op.name
+
+
+def entry_names() -> list[str]:
+    return list(op_database())
+
+
+def find_entry(name: str):
+    try:
+        return op_database()[name]
+    except KeyError:
+        raise KeyError(f"no OpInfo entry named {name!r}") from None
+
+
+# -- running an entry ----------------------------------------------------------------
+
+
+def run_entry(name: str, mode: str, dtype: str, samples: int = 2) -> Outcome:
+    """Run up to ``samples`` samples of entry ``name`` in ``mode`` and ``dtype``."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; modes are {', '.join(MODES)}")
+    if dtype not in DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r}; dtypes are {', '.join(DTYPES)}")
+    start = time.perf_counter()
+    outcome = _run_entry(name, mode, DTYPES[dtype], samples)
+    outcome.entry, outcome.mode, outcome.dtype = name, mode, dtype
+    outcome.seconds = round(time.perf_counter() - start, 3)
+    return outcome
+
+
+def _run_entry(name: str, mode: str, dtype: torch.dtype, samples: int) -> Outcome:
+    op = find_entry(name)
+    if dtype not in op.supported_dtypes("cpu"):
+        return Outcome(name, mode, str(dtype), "skip", f"the op does not support {dtype} on CPU")
+    runner = _compile_sample if mode == "compile" else _eager_sample
+    worst = Outcome(name, mode, str(dtype), "skip", "no sample input runs on the CPU")
+    try:
+        usable = _usable_samples(op, dtype, samples)
+    except _SampleSkipped as skipped:
+        return Outcome(name, mode, str(dtype), "skip", str(skipped))
+    except Exception as error:  # noqa: BLE001 - PyTorch's own sample generator failed
+        return Outcome(name, mode, str(dtype), "skip",
+                       f"its sample inputs cannot be made on CPU: {_describe_error(error)}")
+    ran = 0
+    for sample in usable:
+        ran += 1
+        status, reason = _run_sample(op, sample, runner)
+        if worst.status == "skip" or _RANK[status] > _RANK[worst.status]:
+            worst = Outcome(name, mode, str(dtype), status, reason)
+    worst.samples = ran
+    return worst
+
+
+def _run_sample(op, sample, runner: Callable) -> tuple[str, str]:
+    expected = sample["expected"]
+    try:
+        actual = runner(op, sample)
+        check_close(actual, expected, values=not op.has_nondeterministic_output)
+    except _FellBack as fell_back:
+        return "fallback", str(fell_back)
+    except _SampleSkipped as skipped:
+        return "skip", str(skipped)
+    except Mismatch as mismatch:
+        return "fail", f"wrong answer: {mismatch}"
+    except Exception as error:  # noqa: BLE001 - every error is a result to report
+        return "error", _describe_error(error)
+    return "pass", ""
+
+
+def _usable_samples(op, dtype: torch.dtype, wanted: int) -> list[dict]:
+    """The first ``wanted`` samples the CPU runs, with their CPU results.
+
+    Raises ``_SampleSkipped`` for an op whose result changes with the RNG seed:
+    random output has no single right answer to compare with.
+    """
+    found: list[dict] = []
+    for index, sample in enumerate(op.sample_inputs("cpu", dtype, requires_grad=False)):
+        if len(found) >= wanted or index >= _SAMPLE_SEARCH_LIMIT:
+            break
+        arguments = (sample.input, *sample.args)
+        try:
+            expected = _cpu_result(op, arguments, sample.kwargs, seed=0)
+        except Exception:  # noqa: BLE001 - a sample the CPU rejects is not a test
+            continue
+        if not op.has_nondeterministic_output:
+            try:
+                check_close(_cpu_result(op, arguments, sample.kwargs, seed=1), expected)
+            except Mismatch:
+                raise _SampleSkipped("random: the CPU result depends on the RNG seed") from None
+        found.append({"args": arguments, "kwargs": dict(sample.kwargs), "expected": expected})
+    return found
+
+
+def _cpu_result(op, args: tuple, kwargs: dict, seed: int):
+    torch.manual_seed(seed)
+    result = op.op(*_cloned(args), **_cloned(kwargs))
+    return pytree.tree_map(_detached_copy, result)
+
+
+def _cloned(value):
+    return pytree.tree_map(lambda v: v.clone() if isinstance(v, torch.Tensor) else v, value)
+
+
+def _detached_copy(value):
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().clone()
+    return value
+
+
+# -- compile mode --------------------------------------------------------------------
+
+
+def _compile_sample(op, sample: dict):
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    function = op.op
+
+    def call(*args, **kwargs):
+        return function(*args, **kwargs)
+
+    compiled = torch.compile(call, backend="neuron", fullgraph=True, dynamic=False)
+    args, kwargs = _cloned(sample["args"]), _cloned(sample["kwargs"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            torch.manual_seed(0)
+            result = compiled(*args, **kwargs)
+        except torch._dynamo.exc.Unsupported as unsupported:
+            if _dynamo_alone_fails(call, sample):
+                raise _SampleSkipped(
+                    "Dynamo cannot capture it in one graph with any backend: "
+                    + _first_line(unsupported)
+                ) from None
+            raise
+        finally:
+            torch._dynamo.reset()
+    result = pytree.tree_map(_detached_copy, result)
+    fallbacks = [str(w.message) for w in caught if "runs on the CPU" in str(w.message)]
+    if fallbacks:
+        check_close(result, sample["expected"], values=not op.has_nondeterministic_output)
+        raise _FellBack(_fallback_reason(fallbacks[0]))
+    return result
+
+
+def _dynamo_alone_fails(call: Callable, sample: dict) -> bool:
+    """Whether Dynamo with the do-nothing backend also fails to capture one graph."""
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    try:
+        torch.compile(call, backend="eager", fullgraph=True, dynamic=False)(
+            *_cloned(sample["args"]), **_cloned(sample["kwargs"])
+        )
+    except Exception:  # noqa: BLE001
+        return True
+    return False
+
+
+def _fallback_reason(message: str) -> str:
+    # "torchneuron: graph G runs on the CPU ... because it could not be compiled: <why>"
+    _, _, why = message.partition("could not be compiled: ")
+    return (why or message).split("\n(set TORCHNEURON_NO_FALLBACK")[0].splitlines()[0][:300]
+
+
+# -- eager mode ----------------------------------------------------------------------
+
+
+def _eager_sample(op, sample: dict):
+    from torchneuron.device import fallback
+
+    device = torch.device("neuron")
+    to_device = functools.partial(_moved, device=device)
+    args = pytree.tree_map(to_device, _cloned(sample["args"]))
+    kwargs = pytree.tree_map(to_device, _cloned(sample["kwargs"]))
+    fallback.clear_fallback_ops()
+    torch.manual_seed(0)
+    result = op.op(*args, **kwargs)
+    torch.neuron.synchronize()
+    wrong_device = [
+        str(t.device) for t in pytree.tree_leaves(result)
+        if isinstance(t, torch.Tensor) and t.device.type != "neuron"
+    ]
+    result = pytree.tree_map(_detached_copy, result)
+    fell_back = fallback.fallback_reasons()
+    if wrong_device:
+        raise Mismatch(f"a result tensor is on {wrong_device[0]}, not on the neuron device")
+    if fell_back:
+        check_close(result, sample["expected"], values=not op.has_nondeterministic_output)
+        name, why = next(iter(sorted(fell_back.items())))
+        raise _FellBack(f"{name} ran on the CPU: {why}"[:300])
+    return result
+
+
+def _moved(value, device: torch.device):
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, torch.device) and value.type == "cpu":
+        return device
+    if isinstance(value, str) and value == "cpu":
+        return str(device)
+    return value
+
+
+# -- reporting errors ----------------------------------------------------------------
+
+
+def _describe_error(error: BaseException) -> str:
+    """One line: the innermost meaningful error type and its first line."""
+    inner = error
+    seen = set()
+    while id(inner) not in seen:
+        seen.add(id(inner))
+        nested = getattr(inner, "inner_exception", None) or inner.__cause__
+        if nested is None:
+            break
+        inner = nested
+    text = f"{type(inner).__name__}: {_first_line(inner)}"
+    if type(inner).__name__ in ("AssertionError", "KeyError", "IndexError", "TypeError"):
+        # Bare internal errors say little; name the frame they came from.
+        frames = traceback.extract_tb(inner.__traceback__)
+        if frames:
+            last = frames[-1]
+            text += f" (at {last.name} in {last.filename.rsplit('/', 1)[-1]}:{last.lineno})"
+    return text[:400]
+
+
+def _first_line(error: BaseException) -> str:
+    lines = [line for line in str(error).splitlines() if line.strip()]
+    return lines[0].strip() if lines else ""
