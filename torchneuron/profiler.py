@@ -275,7 +275,8 @@ class profile:  # noqa: N801 -- named like torch.profiler.profile, used as a con
         }
 
     def export_chrome_trace(self, path: str | os.PathLike[str]) -> None:
-        """Write ``chrome_trace()`` as JSON to ``path`` (Perfetto UI and chrome://tracing load it)."""
+        """Write ``chrome_trace()`` as JSON to ``path``; the Perfetto UI and chrome://tracing
+        load it."""
         with open(path, "w", encoding="utf-8") as file:
             json.dump(self.chrome_trace(), file, separators=(",", ":"))
             file.write("\n")

@@ -256,8 +256,9 @@ def _estimate(args) -> int:
             "estimate_seconds": round(seconds, 4),
         }
     if args.json:
-        print(json.dumps({"program": str(program_path), "compile_seconds": round(compile_seconds, 3),
-                          "targets": columns}, indent=2, sort_keys=True))
+        report = {"program": str(program_path), "compile_seconds": round(compile_seconds, 3),
+                  "targets": columns}
+        print(json.dumps(report, indent=2, sort_keys=True))
         return 0
     print(_estimate_table(columns))
     print(f"(lowering and passes {compile_seconds:.2f} s; estimates from the cost model, "
@@ -293,7 +294,8 @@ def _estimate_table(columns: dict[str, dict]) -> str:
     widths = [max(len(name), *(len(row[i]) for row in cells)) for i, name in enumerate(names)]
     lines = [f"{'':<{label_width}}  " + "  ".join(f"{n:>{w}}" for n, w in zip(names, widths))]
     for (label, _), row in zip(rows, cells):
-        lines.append(f"{label:<{label_width}}  " + "  ".join(f"{v:>{w}}" for v, w in zip(row, widths)))
+        values = "  ".join(f"{v:>{w}}" for v, w in zip(row, widths))
+        lines.append(f"{label:<{label_width}}  {values}")
     return "\n".join(lines)
 
 

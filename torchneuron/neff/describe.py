@@ -100,7 +100,8 @@ def _schedule_lines(data: bytes, limit: int | None) -> list[str]:
             f"{len(ops)}: {op_text[:60]}"
         )
     if len(kernels) > len(shown):
-        lines.append(f"  ... {len(kernels) - len(shown)} more kernels (neuronc inspect --kernels all)")
+        hidden = len(kernels) - len(shown)
+        lines.append(f"  ... {hidden} more kernels (neuronc inspect --kernels all)")
     return lines
 
 

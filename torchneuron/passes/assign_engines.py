@@ -123,7 +123,8 @@ def assign_engines(
 
 
 def read_engines(flow: Dataflow) -> tuple[list[str | None], list[int | None]] | None:
-    """The ``neuron.engine``/``neuron.activation`` attributes; None unless every op has an engine."""
+    """The ``neuron.engine``/``neuron.activation`` attributes; None unless every op has an
+    engine."""
     engine_of: list[str | None] = []
     island: list[int | None] = []
     for node in flow.nodes:

@@ -116,7 +116,9 @@ class Dataflow:
 
     def info(self, ref: ValueRef) -> TensorInfo:
         producer, number = ref
-        return self.arguments[number] if producer == ARGUMENT else self.nodes[producer].results[number]
+        if producer == ARGUMENT:
+            return self.arguments[number]
+        return self.nodes[producer].results[number]
 
     @classmethod
     def of_function(cls, function: ir.Operation) -> Dataflow:
@@ -220,7 +222,7 @@ def plan_kernels(flow: Dataflow, fuse: bool = True) -> list[int | None]:
     kind_of: list[str] = []  # kernel -> kind of its first op
 
     def feeding(node: Node) -> list[tuple[int, int]]:
-        """(kernel, bytes) of every value from another kernel ``node`` reads, through pending ops."""
+        """(kernel, bytes) of each value of another kernel ``node`` reads, through pending ops."""
         found = []
         for ref in node.operands:
             producer = ref[0]
@@ -330,7 +332,8 @@ def _renumber(kernel_of: list[int | None], first: list[int]) -> list[int | None]
 
 
 def read_kernels(flow: Dataflow) -> list[int | None] | None:
-    """The ``neuron.kernel`` attributes of ``flow``'s nodes; None unless every non-constant has one."""
+    """The ``neuron.kernel`` attributes of ``flow``'s nodes; None unless every non-constant op
+    has one."""
     kernels: list[int | None] = []
     for node in flow.nodes:
         if node.kind == engines.CONSTANT:

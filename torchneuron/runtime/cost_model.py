@@ -25,6 +25,14 @@ from dataclasses import dataclass
 
 from torch_mlir import ir
 
+from torchneuron.passes.assign_engines import assign_engines, read_engines
+from torchneuron.passes.fuse_kernels import (
+    ARGUMENT,
+    Dataflow,
+    main_function,
+    plan_kernels,
+    read_kernels,
+)
 from torchneuron.runtime import engines, hardware
 from torchneuron.runtime.engines import (
     DMA_ENGINE,
@@ -266,7 +274,8 @@ def _dot_dimensions(node) -> tuple[int, int, int, int]:
 
 
 def _convolution_dimensions(node) -> tuple[int, int, int, int]:
-    """A convolution as its implicit GEMM: (groups, output pixels, taps x in-features, out-features)."""
+    """A convolution as its implicit GEMM: (groups, output pixels, taps x in-features,
+    out-features)."""
     from torch_mlir._mlir_libs import _stablehlo
 
     kernel_shape = node.operand_infos[1].shape
@@ -390,15 +399,6 @@ def estimate(
     ``assign-engines`` run on a copy. Arguments marked ``neuron.weight`` count as
     weights; ``weight_names`` (argument number -> name) adds others.
     """
-    from torchneuron.passes.assign_engines import assign_engines, read_engines
-    from torchneuron.passes.fuse_kernels import (
-        ARGUMENT,
-        Dataflow,
-        main_function,
-        plan_kernels,
-        read_kernels,
-    )
-
     chip = hardware.chip(chip) if isinstance(chip, str) else chip
     lnc = chip.default_lnc if lnc is None else lnc
     chip.check_lnc(lnc)
@@ -421,10 +421,10 @@ def estimate(
             )
             for n in flow.nodes
         ]
-        builders = _cost_kernels(chip, lnc, flow, views, kernels, island, ARGUMENT)
-    kernel_list = [_finish_kernel(chip, lnc, b, kernels, ARGUMENT) for b in builders]
+        builders = _cost_kernels(chip, lnc, flow, views, kernels, island)
+    kernel_list = [_finish_kernel(chip, lnc, b, kernels) for b in builders]
     latency = list_schedule(kernel_list)
-    memory = _plan_memory(flow, views, kernels, kernel_list, argument_kinds, ARGUMENT)
+    memory = _plan_memory(flow, views, kernels, kernel_list, argument_kinds)
     clocks = {
         TENSOR_ENGINE: chip.tensor_engine.clock_hz,
         VECTOR_ENGINE: chip.vector_engine.clock_hz,
@@ -472,7 +472,7 @@ def _argument_kinds(function, count: int, extra_weights: dict[int, str]) -> list
     return kinds
 
 
-def _cost_kernels(chip, lnc, flow, views, kernels, island, ARGUMENT) -> list[_KernelBuilder]:
+def _cost_kernels(chip, lnc, flow, views, kernels, island) -> list[_KernelBuilder]:
     count = 1 + max((k for k in kernels if k is not None), default=-1)
     builders = [_KernelBuilder(k) for k in range(count)]
     for view in views:
@@ -485,7 +485,6 @@ def _cost_kernels(chip, lnc, flow, views, kernels, island, ARGUMENT) -> list[_Ke
         for node in builder.nodes:
             _cost_node(
                 chip, lnc, builder, node, members, views, island, island_passes, flow.info,
-                ARGUMENT,
             )
         for node in builder.nodes:
             escapes = node.returned or any(kernels[u] != builder.id for u in node.users)
@@ -513,19 +512,20 @@ def _island_passes(views, kernels, island) -> dict[int, list[int]]:
 
 
 def _cost_node(
-    chip, lnc, builder, node, members, views, island, island_passes, info_of, ARGUMENT
+    chip, lnc, builder, node, members, views, island, island_passes, info_of
 ) -> None:
     # HBM reads of values made outside this kernel (arguments, other kernels, constants).
     for number, (ref, info) in enumerate(zip(node.operands, node.operand_infos)):
         producer = ref[0]
         if producer != ARGUMENT and producer in members:
             continue
-        if producer != ARGUMENT and views[producer].kind == engines.CONSTANT and views[producer].splat:
-            continue  # splats are immediates
+        if producer != ARGUMENT and views[producer].kind == engines.CONSTANT:
+            if views[producer].splat:
+                continue  # splats are immediates
         builder.read(ref, _read_bytes(node, number, info))
 
     if node.kind == engines.MATMUL:
-        _cost_matmul(chip, lnc, builder, node, members, views, info_of, ARGUMENT)
+        _cost_matmul(chip, lnc, builder, node, members, views, info_of)
         return
     if island[node.index] is not None:
         # One ScalarE pass per value leaving the island, charged to the op producing it.
@@ -549,7 +549,7 @@ def _cost_node(
             builder.onchip_bytes += sum(r.nbytes for r in node.results)
 
 
-def _cost_matmul(chip, lnc, builder, node, members, views, info_of, ARGUMENT) -> None:
+def _cost_matmul(chip, lnc, builder, node, members, views, info_of) -> None:
     if node.name == "stablehlo.convolution":
         batch, m, k, n = _convolution_dimensions(node)
     else:
@@ -570,12 +570,12 @@ def _cost_matmul(chip, lnc, builder, node, members, views, info_of, ARGUMENT) ->
         )
     for ref, factor in ((node.operands[0], cost.lhs_read_factor),
                         (node.operands[1], cost.rhs_read_factor)):
-        source = _external_source(ref, members, views, ARGUMENT)
+        source = _external_source(ref, members, views)
         if source is not None:
             builder.read(source, info_of(source).nbytes * factor)
 
 
-def _external_source(ref, members, views, ARGUMENT):
+def _external_source(ref, members, views):
     """The value outside the kernel an operand is loaded from (through in-kernel layout ops)."""
     seen = 0
     while ref[0] != ARGUMENT and ref[0] in members:
@@ -610,7 +610,7 @@ def _reduction_spills(chip, lnc, builder) -> None:
             )
 
 
-def _finish_kernel(chip, lnc, builder: _KernelBuilder, kernels, ARGUMENT) -> Kernel:
+def _finish_kernel(chip, lnc, builder: _KernelBuilder, kernels) -> Kernel:
     reads = sum(builder.reads.values())
     hbm = reads + builder.write_bytes
     dma_seconds = hbm / hbm_bytes_per_second(chip, lnc)
@@ -675,7 +675,7 @@ def _streaming_sbuf_bytes(chip, lnc, builder: _KernelBuilder) -> int:
     return min(total, chip.sbuf_bytes_per_core)
 
 
-def _plan_memory(flow, views, kernels, kernel_list, argument_kinds, ARGUMENT):
+def _plan_memory(flow, views, kernels, kernel_list, argument_kinds):
     weights = sum(flow.arguments[i].nbytes for i, (kind, _) in enumerate(argument_kinds)
                   if kind == "weight")
     inputs = sum(flow.arguments[i].nbytes for i, (kind, _) in enumerate(argument_kinds)
@@ -688,7 +688,9 @@ def _plan_memory(flow, views, kernels, kernel_list, argument_kinds, ARGUMENT):
         kernel = kernels[view.index]
         if kernel is None:
             continue
-        readers = [kernels[u] for u in view.users if kernels[u] is not None and kernels[u] != kernel]
+        readers = [
+            kernels[u] for u in view.users if kernels[u] is not None and kernels[u] != kernel
+        ]
         if not readers:
             continue
         for number, info in enumerate(view.results):

@@ -378,7 +378,9 @@ class LoadedNeff:
                 else:
                     from torchneuron.runtime.cost_model import estimate_program
 
-                    self._schedule = estimate_program(self._program, self.core.target, self.core.lnc)
+                    self._schedule = estimate_program(
+                        self._program, self.core.target, self.core.lnc
+                    )
             except Exception:  # noqa: BLE001 -- no estimate is not an execution error
                 self._schedule = False
         return self._schedule or None

@@ -246,7 +246,9 @@ class Schedule:
         busy = self.engine_busy_seconds()
         if self.latency_s <= 0:
             return {engine: 0.0 for engine in busy}
-        return {engine: round(100.0 * seconds / self.latency_s, 2) for engine, seconds in busy.items()}
+        return {
+            engine: round(100.0 * seconds / self.latency_s, 2) for engine, seconds in busy.items()
+        }
 
     def summary(self) -> dict:
         """The figures stored in the NEFF manifest's ``estimates``."""
