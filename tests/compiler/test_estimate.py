@@ -164,3 +164,17 @@ def test_profile_command_writes_a_trace(mlp_files, tmp_path, capsys, monkeypatch
     events = json.loads(trace.read_text())["traceEvents"]
     assert sum(e["ph"] == "X" and e.get("cat") == "neff" for e in events) == 2
     assert cli.main(["profile", str(neff), "--iterations", "0"]) == 2
+
+
+def test_a_pipeline_that_runs_fuse_kernels_itself_keeps_its_grouping(mlp):
+    from torchneuron.passes import DEFAULT_PIPELINE
+
+    _, _, exported = mlp
+    fused = _compile(exported, stop_after="optimized").schedule
+    unfused = _compile(
+        exported, stop_after="optimized", pipeline=f"{DEFAULT_PIPELINE},fuse-kernels{{fuse=false}}"
+    ).schedule
+    assert len(fused.kernels) == 3  # one per Linear, activations fused in
+    assert len(unfused.kernels) > 3 * len(fused.kernels)
+    assert all(len(k.ops) == 1 for k in unfused.kernels)
+    assert unfused.hbm_bytes > fused.hbm_bytes
