@@ -19,6 +19,7 @@ import torch
 import torch.fx
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from torchneuron.lowering import LoweringError, decomposition_table
@@ -126,10 +127,13 @@ def _compile_or_fallback(gm: torch.fx.GraphModule, example_inputs, name: str, op
     if _has_symbolic_inputs(gm):
         return make_boxed_func(ShapeSpecializingFunction(gm, name, opts))
     try:
-        compiled = compile_graph(
-            gm, example_inputs, name=name, target=opts.target, pipeline=opts.pipeline,
-            dump_dir=opts.dump_dir,
-        )
+        # AOTAutograd calls us inside its FakeTensorMode; the graph's real constant
+        # tensors (lifted as weights, hashed for the cache) must be read outside it.
+        with unset_fake_temporarily():
+            compiled = compile_graph(
+                gm, example_inputs, name=name, target=opts.target, pipeline=opts.pipeline,
+                dump_dir=opts.dump_dir,
+            )
     except LoweringError as exc:
         if fallback_disabled():
             raise

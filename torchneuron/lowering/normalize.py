@@ -27,11 +27,33 @@ def normalizes(*ops) -> Callable[[NodeRule], NodeRule]:
 
 
 def normalize_graph(graph: torch.fx.Graph) -> None:
-    for node in graph.nodes:
-        if node.op == "call_function":
-            rule = NORMALIZATIONS.get(node.target)
-            if rule is not None:
-                rule(node)
+    for node in list(graph.nodes):
+        if node.op != "call_function":
+            continue
+        if _replace_empty_result(node):
+            continue
+        rule = NORMALIZATIONS.get(node.target)
+        if rule is not None:
+            rule(node)
+    graph.eliminate_dead_code()
+
+
+def _replace_empty_result(node: torch.fx.Node) -> bool:
+    # An op whose result has no elements needs none of its inputs: a constant of
+    # that shape is the whole answer. torch-mlir's lowerings of many ops (gather
+    # paths of pooling, scatter, ...) fail on zero-size operands.
+    value = node.meta.get("val")
+    if not isinstance(value, torch.Tensor) or value.numel() != 0 or node.target is aten.full.default:
+        return False
+    graph = node.graph
+    with graph.inserting_before(node):
+        constant = graph.call_function(
+            aten.full.default, (list(value.shape), False if value.dtype == torch.bool else 0),
+            {"dtype": value.dtype, "device": torch.device("cpu")},
+        )
+    constant.meta = {k: v for k, v in node.meta.items() if k in ("val", "stack_trace", "tensor_meta")}
+    node.replace_all_uses_with(constant)
+    return True
 
 
 @normalizes(aten.max_pool2d_with_indices.default, aten.max_pool2d.default,
@@ -52,3 +74,16 @@ def _explicit_pool_stride(node: torch.fx.Node) -> None:
             args.append(stride)
         node.args = tuple(args)
         node.kwargs = {k: v for k, v in node.kwargs.items() if k != "stride"}
+
+
+@normalizes(aten.gt.Scalar, aten.ge.Scalar, aten.lt.Scalar, aten.le.Scalar, aten.eq.Scalar,
+            aten.ne.Scalar)
+def _float_scalar_for_float_tensor(node: torch.fx.Node) -> None:
+    # An integer Scalar against a float tensor means the same as its float value, but
+    # torch-mlir folds such comparisons of constant tensors wrongly (full(2.0) > 1 ->
+    # false, full(2.5) >= 2 -> false): a silently wrong program.
+    value = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    other = node.args[1] if len(node.args) > 1 else None
+    if (isinstance(value, torch.Tensor) and value.dtype.is_floating_point
+            and isinstance(other, int) and not isinstance(other, bool)):
+        node.args = (node.args[0], float(other), *node.args[2:])

@@ -1,0 +1,79 @@
+"""Arithmetic and comparisons that torch-mlir lowers wrongly or not at all.
+
+- ``remainder``: torch-mlir lowers it as ``fmod`` (truncated), which differs from
+  PyTorch's floored remainder whenever the operands' signs differ: a silently
+  wrong program. Here it is fmod plus the sign correction.
+- ``fmod`` with a Python scalar has no StableHLO lowering; the tensor form does.
+- comparisons of ``bool`` or ``uint8`` tensors become ``compare`` ops XLA rejects
+  (torch-mlir marks them signed; XLA wants unsigned); they are compared as ``int32``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from . import lowering_rule
+
+aten = torch.ops.aten
+
+
+def _floored_remainder(self, other):
+    # Python's modulo: fmod, moved into the divisor's sign when it is not there already
+    truncated = aten.fmod.Tensor(self, other)
+    wrong_sign = (truncated != 0) & torch.logical_xor(truncated < 0, other < 0)
+    return torch.where(wrong_sign, truncated + other, truncated)
+
+
+@lowering_rule(aten.remainder.Scalar)
+def remainder_scalar(self, other):
+    # remainder(x, s) -> r = fmod(x, s); r + s where r != 0 and sign(r) != sign(s)
+    if self.dtype == torch.bool:
+        return NotImplemented
+    dtype = torch.result_type(self, other)
+    divisor = torch.scalar_tensor(other, dtype=dtype, device=self.device)
+    return _floored_remainder(self.to(dtype), divisor)
+
+
+@lowering_rule(aten.remainder.Tensor)
+def remainder_tensor(self, other):
+    # remainder(x, y) -> r = fmod(x, y); r + y where r != 0 and sign(r) != sign(y)
+    if self.dtype == torch.bool or other.dtype == torch.bool:
+        return NotImplemented
+    dtype = torch.result_type(self, other)
+    return _floored_remainder(self.to(dtype), other.to(dtype))
+
+
+@lowering_rule(aten.fmod.Scalar)
+def fmod_scalar(self, other):
+    # fmod(x, s) -> fmod(x, tensor(s))
+    dtype = torch.result_type(self, other)
+    divisor = torch.scalar_tensor(other, dtype=dtype, device=self.device)
+    return aten.fmod.Tensor(self.to(dtype), divisor)
+
+
+_UNSIGNED = (torch.bool, torch.uint8)
+
+
+def _unsigned_comparison(op):
+    def compare(self, other):
+        # bool/uint8 <op> bool/uint8 -> int32 <op> int32 (same order, no sign issue)
+        other_dtype = other.dtype if isinstance(other, torch.Tensor) else None
+        if self.dtype not in _UNSIGNED or (other_dtype is not None and other_dtype not in _UNSIGNED):
+            return NotImplemented
+        if isinstance(other, torch.Tensor):
+            other = other.to(torch.int32)
+        elif isinstance(other, bool):
+            other = int(other)
+        return op(self.to(torch.int32), other)
+
+    compare.__name__ = f"unsigned_{op.__name__}"
+    return compare
+
+
+for _tensor_op, _scalar_op in (
+    (aten.eq.Tensor, aten.eq.Scalar), (aten.ne.Tensor, aten.ne.Scalar),
+    (aten.lt.Tensor, aten.lt.Scalar), (aten.le.Tensor, aten.le.Scalar),
+    (aten.gt.Tensor, aten.gt.Scalar), (aten.ge.Tensor, aten.ge.Scalar),
+):
+    lowering_rule(_tensor_op)(_unsigned_comparison(_tensor_op))
+    lowering_rule(_scalar_op)(_unsigned_comparison(_scalar_op))

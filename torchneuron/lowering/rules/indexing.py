@@ -1,0 +1,188 @@
+"""Gathers, scatters with reductions, and searches, written as dense compares.
+
+torch-mlir lowers ``scatter``/``scatter_add``/``gather`` but not scatter with a
+``prod``/``mean``/``amax``/``amin`` reduction, ``index_reduce``, ``put``,
+``searchsorted`` or ``histc``. Here each becomes a one-hot comparison of the
+indices against every target position followed by an ordinary reduction. That
+costs memory proportional to (targets x sources), so the rules decline
+(``NotImplemented``) above ``DENSE_LIMIT`` elements and the op is reported as
+unsupported rather than compiled into a program too large to run.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from . import lowering_rule
+
+aten = torch.ops.aten
+
+DENSE_LIMIT = 1 << 24  # elements of the largest one-hot intermediate a rule may build
+
+
+@lowering_rule(aten.unfold.default)
+def unfold(self, dimension, size, step):
+    # unfold(x, d, size, step)[..., w, ..., i] = x[..., w*step + i, ...]: one gather
+    if self.dim() == 0:
+        return self.reshape([1])
+    dim = dimension % self.dim()
+    windows = (self.shape[dim] - size) // step + 1
+    starts = torch.arange(windows, device=self.device) * step
+    positions = (starts[:, None] + torch.arange(size, device=self.device)[None, :]).reshape(-1)
+    picked = torch.index_select(self, dim, positions)
+    shape = list(self.shape)
+    shape[dim:dim + 1] = [windows, size]
+    return picked.reshape(shape).movedim(dim + 1, -1)
+
+
+@lowering_rule(aten.put.default)
+def put(self, index, source, accumulate=False):
+    # put(x, i, s) -> flatten(x).index_put(i mod numel, s).view_as(x)
+    flat = self.reshape(-1)
+    positions = index.reshape(-1)
+    positions = torch.where(positions < 0, positions + flat.numel(), positions)
+    values = source.reshape(-1).to(self.dtype)
+    result = torch.index_put(flat, (positions,), values, accumulate=accumulate)
+    return result.reshape(self.shape)
+
+
+def _identity(reduce: str, dtype: torch.dtype):
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if dtype.is_floating_point:
+        return math.inf if reduce == "amin" else -math.inf
+    if dtype == torch.bool:
+        return reduce == "amin"
+    info = torch.iinfo(dtype)
+    return info.max if reduce == "amin" else info.min
+
+
+def _dense_scatter_reduce(self, dim, index, src, reduce, include_self):
+    if reduce not in ("sum", "prod", "mean", "amax", "amin") or self.dim() == 0:
+        return NotImplemented
+    dim = dim % self.dim()
+    targets = self.shape[dim]
+    block_shape = list(index.shape)
+    if index.numel() * targets > DENSE_LIMIT:
+        return NotImplemented
+    # the part of src that index addresses, and the target dim moved last
+    src = src[tuple(slice(0, n) for n in block_shape)].to(self.dtype)
+    index_last = index.movedim(dim, -1)
+    src_last = src.movedim(dim, -1)
+    block_shape[dim] = targets
+    self_block = self[tuple(slice(0, n) for n in block_shape)]
+    self_last = self_block.movedim(dim, -1)
+    # hits[..., t, j]: source j goes to target t
+    positions = torch.arange(targets, device=self.device)
+    hits = index_last[..., None, :] == positions[:, None]
+    identity = _identity(reduce, self.dtype)
+    spread = torch.where(hits, src_last[..., None, :], torch.full_like(src_last[..., None, :], identity))
+    count = hits.sum(-1)
+    if reduce in ("sum", "mean"):
+        reduced = spread.sum(-1, dtype=self.dtype)
+    elif reduce == "prod":
+        reduced = spread.prod(-1, dtype=self.dtype)
+    elif reduce == "amax":
+        reduced = spread.amax(-1)
+    else:
+        reduced = spread.amin(-1)
+    if include_self:
+        if reduce in ("sum", "mean"):
+            combined = reduced + self_last
+        elif reduce == "prod":
+            combined = reduced * self_last
+        elif reduce == "amax":
+            combined = torch.maximum(reduced, self_last)
+        else:
+            combined = torch.minimum(reduced, self_last)
+        if reduce == "mean":
+            divisor = (count + 1).to(self.dtype)
+            combined = combined / divisor if self.is_floating_point() else torch.div(
+                combined, divisor, rounding_mode="floor")
+    else:
+        combined = reduced
+        if reduce == "mean":
+            divisor = torch.clamp(count, min=1).to(self.dtype)
+            combined = combined / divisor if self.is_floating_point() else torch.div(
+                combined, divisor, rounding_mode="floor")
+    block = torch.where(count > 0, combined, self_last).movedim(-1, dim)
+    return _place_block(self, block)
+
+
+def _place_block(full: torch.Tensor, block: torch.Tensor) -> torch.Tensor:
+    """``full`` with its leading corner replaced by ``block`` (same rank, smaller or equal)."""
+    if list(block.shape) == list(full.shape):
+        return block
+    padding = []
+    for size, whole in reversed(list(zip(block.shape, full.shape))):
+        padding += [0, whole - size]
+    inside = torch.nn.functional.pad(torch.ones_like(block, dtype=torch.bool), padding, value=False)
+    padded = torch.nn.functional.pad(block, padding, value=0)
+    return torch.where(inside, padded, full)
+
+
+@lowering_rule(aten.scatter_reduce.two)
+def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
+    # out[..., index[j], ...] = reduce(self?, src[j] for all j hitting that place), densely
+    return _dense_scatter_reduce(self, dim, index, src, reduce, include_self)
+
+
+@lowering_rule(aten.index_reduce.default)
+def index_reduce(self, dim, index, source, reduce, *, include_self=True):
+    # index_reduce(x, d, i, s) -> scatter_reduce(x, d, i broadcast along d over s, s)
+    if self.dim() == 0:
+        result = index_reduce(self.reshape(1), 0, index, source.reshape(1), reduce,
+                              include_self=include_self)
+        return result if result is NotImplemented else result.reshape(())
+    dim = dim % self.dim()
+    shape = [1] * source.dim()
+    shape[dim] = index.numel()
+    full_index = index.reshape(shape).expand(source.shape)
+    return _dense_scatter_reduce(self, dim, full_index, source, reduce, include_self)
+
+
+@lowering_rule(aten.searchsorted.Tensor)
+def searchsorted(sorted_sequence, self, *, out_int32=False, right=False, side=None, sorter=None):
+    # searchsorted(seq, v) = #{seq < v} (left) or #{seq <= v} (right), per row
+    if sorter is not None:
+        sorted_sequence = torch.gather(sorted_sequence, -1, sorter)
+    right = right or side == "right"
+    values = self
+    if sorted_sequence.numel() * max(values.numel(), 1) > DENSE_LIMIT:
+        return NotImplemented
+    if sorted_sequence.dim() == 1:
+        boundaries = sorted_sequence.reshape([1] * max(values.dim(), 1) + [-1])
+    else:
+        boundaries = sorted_sequence.unsqueeze(-2)
+    probe = values.unsqueeze(-1) if values.dim() else values.reshape(1, 1)
+    before = boundaries <= probe if right else boundaries < probe
+    counts = before.sum(-1)
+    if values.dim() == 0:
+        counts = counts.reshape(())
+    return counts.to(torch.int32 if out_int32 else torch.int64)
+
+
+@lowering_rule(aten.histc.default)
+def histc(self, bins=100, min=0, max=0):
+    # histc: bin = floor((x - lo) * bins / (hi - lo)), x == hi in the last bin, others dropped
+    if self.numel() * bins > DENSE_LIMIT or not self.is_floating_point():
+        return NotImplemented
+    flat = self.reshape(-1)
+    if min == max:
+        if flat.numel() == 0:
+            return NotImplemented
+        low, high = flat.min(), flat.max()
+        same = low == high
+        low, high = torch.where(same, low - 1, low), torch.where(same, high + 1, high)
+    else:
+        low = torch.full((), float(min), dtype=self.dtype)
+        high = torch.full((), float(max), dtype=self.dtype)
+    inside = (flat >= low) & (flat <= high)
+    position = ((flat - low) * bins / (high - low)).floor().to(torch.int64)
+    position = torch.clamp(position, 0, bins - 1)
+    hits = (position[:, None] == torch.arange(bins)[None, :]) & inside[:, None]
+    return hits.sum(0).to(self.dtype)

@@ -1,0 +1,195 @@
+"""Pooling in the forms torch-mlir lowers correctly.
+
+- ``ceil_mode=True`` max pooling: torch-mlir builds a ``reduce_window`` of the
+  wrong size (or a silently wrong last window). The input is padded explicitly
+  with -inf up to the extent ceil mode reads, and pooled in floor mode; the
+  indices are mapped back to positions in the unpadded input.
+- average pooling (1-3d), any options: window sums are a depthwise convolution
+  with a ones kernel over the explicitly zero-padded input; the divisor (window
+  size counting padding or not, or ``divisor_override``) follows PyTorch's
+  definition and is computed from ``arange`` (it folds to a constant).
+- adaptive average pooling 3d: average over PyTorch's adaptive windows as one
+  matrix product per spatial dim (box averages are separable).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from . import lowering_rule
+
+aten = torch.ops.aten
+
+
+def _expand(value, dims: int) -> list[int]:
+    if isinstance(value, int):
+        return [value] * dims
+    value = list(value)
+    return value * dims if len(value) == 1 else value
+
+
+def _output_size(size, kernel, stride, padding, dilation, ceil_mode):
+    """PyTorch's pooling output size (``pooling_output_shape``)."""
+    numerator = size + 2 * padding - dilation * (kernel - 1) - 1 + (stride - 1 if ceil_mode else 0)
+    out = numerator // stride + 1
+    if ceil_mode and (out - 1) * stride >= size + padding:
+        out -= 1
+    return out
+
+
+def _explicit_padding(sizes, kernel, stride, padding, dilation, ceil_mode):
+    """(output sizes, [(before, after)] per dim) for a floor-mode pool of the padded input."""
+    outputs, pads = [], []
+    for size, k, s, p, d in zip(sizes, kernel, stride, padding, dilation):
+        out = _output_size(size, k, s, p, d, ceil_mode)
+        reach = (out - 1) * s + d * (k - 1) + 1   # extent the last window reads
+        pads.append((p, max(p, reach - size - p)))
+        outputs.append(out)
+    return outputs, pads
+
+
+def _pad(x, pads, value):
+    flat = []
+    for before, after in reversed(pads):
+        flat += [before, after]
+    return aten.constant_pad_nd.default(x, flat, value)
+
+
+def _max_pool_with_indices(op, x, kernel_size, stride, padding, dilation, ceil_mode, dims):
+    if not ceil_mode or not x.is_floating_point():
+        return NotImplemented
+    kernel = _expand(kernel_size, dims)
+    stride = _expand(stride, dims) if stride else list(kernel)
+    padding = _expand(padding, dims)
+    dilation = _expand(dilation, dims)
+    sizes = list(x.shape[-dims:])
+    _, pads = _explicit_padding(sizes, kernel, stride, padding, dilation, ceil_mode)
+    padded = _pad(x, pads, -math.inf)
+    values, indices = op(padded, kernel, stride, [0] * dims, dilation, False)
+    # flat index in the padded plane -> flat index in the input plane
+    padded_sizes = [size + before + after for size, (before, after) in zip(sizes, pads)]
+    remaining = indices
+    flat = torch.zeros_like(indices)
+    scale = 1
+    for dim in reversed(range(dims)):
+        coordinate = torch.remainder(remaining, padded_sizes[dim]) - pads[dim][0]
+        remaining = torch.div(remaining, padded_sizes[dim], rounding_mode="floor")
+        flat = flat + coordinate * scale
+        scale *= sizes[dim]
+    return values, flat
+
+
+@lowering_rule(aten.max_pool2d_with_indices.default)
+def max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1,
+                            ceil_mode=False):
+    # ceil mode -> pad with -inf to the ceil extent, floor mode, indices mapped back
+    return _max_pool_with_indices(aten.max_pool2d_with_indices.default, self, kernel_size,
+                                  stride, padding, dilation, ceil_mode, 2)
+
+
+@lowering_rule(aten.max_pool3d_with_indices.default)
+def max_pool3d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1,
+                            ceil_mode=False):
+    # ceil mode -> pad with -inf to the ceil extent, floor mode, indices mapped back
+    return _max_pool_with_indices(aten.max_pool3d_with_indices.default, self, kernel_size,
+                                  stride, padding, dilation, ceil_mode, 3)
+
+
+@lowering_rule(aten.max_pool2d.default)
+def max_pool2d(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    # ceil mode -> the with-indices form above, values only
+    if not ceil_mode:
+        return NotImplemented
+    result = max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode)
+    return result if result is NotImplemented else result[0]
+
+
+def _divisors(sizes, outputs, kernel, stride, padding, count_include_pad, like):
+    """Per-output window sizes as PyTorch's avg_pool counts them, broadcastable to the output."""
+    divisor = None
+    for dim, (size, out, k, s, p) in enumerate(zip(sizes, outputs, kernel, stride, padding)):
+        start = torch.arange(out, device=like.device) * s - p
+        end = torch.clamp(start + k, max=size + p)
+        if count_include_pad:
+            count = end - start
+        else:
+            count = torch.clamp(end, max=size) - torch.clamp(start, min=0)
+        shape = [1] * len(sizes)
+        shape[dim] = out
+        count = count.reshape(shape)
+        divisor = count if divisor is None else divisor * count
+    return divisor.to(like.dtype)
+
+
+def _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override,
+              dims):
+    if not x.is_floating_point():
+        return NotImplemented
+    kernel = _expand(kernel_size, dims)
+    stride = _expand(stride, dims) if stride else list(kernel)
+    padding = _expand(padding, dims)
+    sizes = list(x.shape[-dims:])
+    outputs, pads = _explicit_padding(sizes, kernel, stride, padding, [1] * dims, ceil_mode)
+    unbatched = x.dim() == dims + 1
+    batched = x.unsqueeze(0) if unbatched else x
+    leading = list(batched.shape[:-dims - 1])
+    channels = batched.shape[-dims - 1]
+    planes = batched.reshape([-1, channels, *sizes])
+    padded = _pad(planes, pads, 0.0)
+    ones = torch.ones([channels, 1, *kernel], dtype=x.dtype, device=x.device)
+    sums = aten.convolution.default(padded, ones, None, stride, [0] * dims, [1] * dims,
+                                    False, [0] * dims, channels)
+    if divisor_override:
+        result = sums / divisor_override
+    else:
+        result = sums / _divisors(sizes, outputs, kernel, stride, padding, count_include_pad, x)
+    result = result.reshape([*leading, channels, *outputs])
+    return result.squeeze(0) if unbatched else result
+
+
+@lowering_rule(aten.avg_pool2d.default)
+def avg_pool2d(self, kernel_size, stride=(), padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    # avg_pool2d -> depthwise ones-conv of the padded input / window size
+    return _avg_pool(self, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override, 2)
+
+
+@lowering_rule(aten.avg_pool3d.default)
+def avg_pool3d(self, kernel_size, stride=(), padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    # avg_pool3d -> depthwise ones-conv of the padded input / window size
+    return _avg_pool(self, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override, 3)
+
+
+@lowering_rule(aten.avg_pool1d.default)
+def avg_pool1d(self, kernel_size, stride=(), padding=0, ceil_mode=False,
+               count_include_pad=True):
+    # avg_pool1d -> depthwise ones-conv of the padded input / window size
+    return _avg_pool(self, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1)
+
+
+def _adaptive_average_matrix(size: int, out: int, like: torch.Tensor) -> torch.Tensor:
+    """A[o, i] = 1 / |window o| for i in PyTorch's adaptive window o, else 0."""
+    o = torch.arange(out, device=like.device)
+    start = torch.div(o * size, out, rounding_mode="floor")
+    end = torch.div((o + 1) * size + out - 1, out, rounding_mode="floor")
+    i = torch.arange(size, device=like.device)
+    inside = (i[None, :] >= start[:, None]) & (i[None, :] < end[:, None])
+    return inside.to(like.dtype) / (end - start)[:, None].to(like.dtype)
+
+
+@lowering_rule(aten._adaptive_avg_pool3d.default)
+def adaptive_avg_pool3d(self, output_size):
+    # adaptive average over each spatial dim in turn: x <- A_d x along dim d
+    if not self.is_floating_point():
+        return NotImplemented
+    result = self
+    for offset, out in enumerate(output_size):
+        dim = self.dim() - 3 + offset
+        matrix = _adaptive_average_matrix(self.shape[dim], out, self)
+        result = torch.matmul(result.movedim(dim, -1), matrix.t()).movedim(-1, dim)
+    return result

@@ -1,0 +1,235 @@
+"""Reductions and scans: 0-d inputs, cumulative ops, order statistics.
+
+Scans (``cumprod``, ``cummax``/``cummin``, ``logcumsumexp``) are written as a
+Hillis–Steele scan: ceil(log2 n) steps, each combining every element with the
+one ``2**k`` before it (padded with the identity), so any length lowers to a
+fixed number of elementwise ops. Order statistics (``median``, ``kthvalue``)
+sort, which lowers to ``stablehlo.sort``, and pick.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import torch
+
+from . import lowering_rule
+
+aten = torch.ops.aten
+
+
+# -- 0-d inputs: torch-mlir's reduction lowerings assume rank >= 1 -------------------
+
+
+@lowering_rule(aten.argmax.default, aten.argmin.default)
+def arg_extreme(self, dim=None, keepdim=False):
+    # argmax(0-d x) -> 0
+    if self.dim() != 0:
+        return NotImplemented
+    return torch.zeros((), dtype=torch.int64, device=self.device)
+
+
+@lowering_rule(aten.logsumexp.default)
+def logsumexp(self, dim, keepdim=False):
+    # logsumexp(0-d x, 0) -> x  (log(exp(x)) for every x, infinities and NaN included)
+    if self.dim() != 0:
+        return NotImplemented
+    result = self.clone()
+    return result if result.is_floating_point() else result.to(torch.get_default_dtype())
+
+
+# -- scans ---------------------------------------------------------------------------
+
+
+def _shift(value: torch.Tensor, dim: int, by: int, fill) -> torch.Tensor:
+    """``value`` moved ``by`` places forward along ``dim``; the front filled with ``fill``."""
+    length = value.shape[dim]
+    front = torch.full_like(value.narrow(dim, 0, min(by, length)), fill)
+    if by >= length:
+        return front
+    return torch.cat([front, value.narrow(dim, 0, length - by)], dim=dim)
+
+
+def scan(values: Sequence[torch.Tensor], dim: int, fills: Sequence,
+         combine: Callable[[Sequence[torch.Tensor], Sequence[torch.Tensor]], Sequence[torch.Tensor]]):
+    """Inclusive scan of tensors along ``dim``; ``combine(earlier, later)`` must be associative."""
+    values = list(values)
+    length = values[0].shape[dim] if values[0].dim() else 1
+    step = 1
+    while step < length:
+        earlier = [_shift(v, dim, step, fill) for v, fill in zip(values, fills)]
+        values = list(combine(earlier, values))
+        step *= 2
+    return values
+
+
+def _scan_dim(self: torch.Tensor, dim: int) -> int:
+    return dim % self.dim() if self.dim() else 0
+
+
+@lowering_rule(aten.cumprod.default)
+def cumprod(self, dim, *, dtype=None):
+    # cumprod(x)[i] = x[i] * cumprod(x)[i-1], as a log-depth scan of products
+    value = self.to(dtype) if dtype is not None else self
+    if not value.is_floating_point() and not value.is_complex() and dtype is None:
+        value = value.to(torch.int64)
+    if value.dim() == 0:
+        return value.clone()
+    (result,) = scan([value], _scan_dim(value, dim), [1], lambda a, b: [a[0] * b[0]])
+    return result
+
+
+@lowering_rule(aten.logcumsumexp.default, aten._logcumsumexp.default)
+def logcumsumexp(self, dim):
+    # logcumsumexp(x)[i] = logaddexp(logcumsumexp(x)[i-1], x[i]), log-depth, overflow-free
+    if self.dim() == 0:
+        return self.clone()
+
+    def log_add_exp(earlier, later):
+        a, b = earlier[0], later[0]
+        high = torch.maximum(a, b)
+        low = torch.minimum(a, b)
+        summed = high + torch.log1p(torch.exp(low - high))
+        # equal infinities (both -inf: the identity; both +inf) would give NaN above
+        return [torch.where(torch.isinf(high) & (a == b), high, summed)]
+
+    (result,) = scan([self], _scan_dim(self, dim), [-math.inf], log_add_exp)
+    return result
+
+
+def _running_extreme(self, dim, better: Callable):
+    if self.dim() == 0:
+        return self.clone(), torch.zeros((), dtype=torch.int64, device=self.device)
+    dim = _scan_dim(self, dim)
+    shape = [1] * self.dim()
+    shape[dim] = self.shape[dim]
+    positions = torch.arange(self.shape[dim], device=self.device).view(shape).expand(self.shape)
+
+    def keep_later(earlier, later):
+        # The later element wins when it is NaN, or as good as a non-NaN earlier one
+        # (PyTorch's cummax/cummin report the last index of a tie).
+        take = torch.isnan(later[0]) | (~torch.isnan(earlier[0]) & better(later[0], earlier[0]))
+        if not self.is_floating_point():
+            take = better(later[0], earlier[0])
+        return [torch.where(take, later[0], earlier[0]), torch.where(take, later[1], earlier[1])]
+
+    low_fill = -math.inf if self.is_floating_point() else torch.iinfo(self.dtype).min
+    high_fill = math.inf if self.is_floating_point() else torch.iinfo(self.dtype).max
+    fill = low_fill if better is torch.ge else high_fill
+    if self.dtype == torch.bool:
+        fill = better is not torch.ge
+    values, indices = scan([self, positions], dim, [fill, 0], keep_later)
+    return values, indices
+
+
+@lowering_rule(aten.cummax.default)
+def cummax(self, dim):
+    # cummax: running max and the last index reaching it
+    return _running_extreme(self, dim, torch.ge)
+
+
+@lowering_rule(aten.cummin.default)
+def cummin(self, dim):
+    # cummin: running min and the last index reaching it
+    return _running_extreme(self, dim, torch.le)
+
+
+# -- order statistics ----------------------------------------------------------------
+
+
+def _pick(values, indices, position, dim, keepdim):
+    index_shape = list(values.shape)
+    index_shape[dim] = 1
+    if isinstance(position, torch.Tensor):
+        where = position.reshape(index_shape) if position.dim() else position.expand(index_shape)
+    else:
+        where = torch.full(index_shape, position, dtype=torch.int64, device=values.device)
+    value = torch.gather(values, dim, where)
+    index = torch.gather(indices, dim, where)
+    if not keepdim:
+        value, index = value.squeeze(dim), index.squeeze(dim)
+    return value, index
+
+
+@lowering_rule(aten.kthvalue.default)
+def kthvalue(self, k, dim=-1, keepdim=False):
+    # kthvalue(x, k) -> sort(x)[k-1]
+    if self.dim() == 0:
+        return self.clone(), torch.zeros((), dtype=torch.int64, device=self.device)
+    dim = dim % self.dim()
+    values, indices = torch.sort(self, dim=dim)
+    return _pick(values, indices, k - 1, dim, keepdim)
+
+
+def _sort_nan_last(self, dim):
+    # The lowered sort's comparator leaves NaN anywhere; sort NaN as +inf instead.
+    if not self.is_floating_point():
+        return torch.sort(self, dim=dim)
+    key = torch.where(torch.isnan(self), torch.full_like(self, math.inf), self)
+    _, indices = torch.sort(key, dim=dim)
+    return torch.gather(self, dim, indices), indices
+
+
+def _median_along(self, dim, keepdim, ignore_nan: bool):
+    if self.dim() == 0:
+        return self.clone(), torch.zeros((), dtype=torch.int64, device=self.device)
+    dim = dim % self.dim()
+    values, indices = _sort_nan_last(self, dim)
+    length = self.shape[dim]
+    if not self.is_floating_point():
+        return _pick(values, indices, (length - 1) // 2, dim, keepdim)
+    nan_count = torch.isnan(self).sum(dim=dim, keepdim=True)
+    if ignore_nan:
+        # median of the non-NaN values; all NaN -> NaN (the first NaN, index 0 there)
+        position = torch.clamp((length - nan_count - 1) // 2, min=0)
+    else:
+        # any NaN -> the first NaN (sorted last)
+        position = torch.where(nan_count > 0, length - nan_count, (length - 1) // 2)
+    return _pick(values, indices, position, dim, keepdim)
+
+
+@lowering_rule(aten.median.dim)
+def median_dim(self, dim, keepdim=False):
+    # median(x, d) -> sort(x, d)[(n-1)//2], NaN propagating
+    return _median_along(self, dim, keepdim, ignore_nan=False)
+
+
+@lowering_rule(aten.nanmedian.dim)
+def nanmedian_dim(self, dim, keepdim=False):
+    # nanmedian(x, d) -> sort(x, d)[(n-#nan-1)//2]
+    return _median_along(self, dim, keepdim, ignore_nan=True)
+
+
+@lowering_rule(aten.median.default)
+def median(self):
+    # median(x) -> median(flatten(x), 0)
+    if self.numel() == 0:
+        return NotImplemented
+    return _median_along(self.reshape(-1), 0, False, ignore_nan=False)[0]
+
+
+@lowering_rule(aten.nanmedian.default)
+def nanmedian(self):
+    # nanmedian(x) -> nanmedian(flatten(x), 0)
+    if self.numel() == 0:
+        return NotImplemented
+    return _median_along(self.reshape(-1), 0, False, ignore_nan=True)[0]
+
+
+@lowering_rule(aten.dist.default)
+def dist(self, other, p=2):
+    # dist(a, b, p) -> vector_norm(a - b, p)
+    return torch.linalg.vector_norm(self - other, ord=p)
+
+
+@lowering_rule(aten.norm.Scalar)
+def norm(self, p=2):
+    # norm(x, p) -> vector_norm(x, p)
+    return torch.linalg.vector_norm(self, ord=2 if p is None else p)
+
+
+@lowering_rule(aten.norm.ScalarOpt_dim)
+def norm_dim(self, p, dim, keepdim=False):
+    # norm(x, p, dims) -> vector_norm(x, p, dims)
+    return torch.linalg.vector_norm(self, ord=2 if p is None else p, dim=dim, keepdim=keepdim)
