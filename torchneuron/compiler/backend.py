@@ -15,6 +15,7 @@ import os
 import warnings
 from typing import Any, Sequence
 
+import numpy as np
 import torch
 import torch.fx
 from torch._dynamo.backends.common import aot_autograd
@@ -159,7 +160,12 @@ class NeuronGraphFunction:
 
     def __call__(self, *args):
         device = _first_device(args)
-        arrays = [tensors.to_numpy(a) for a in args]
+        # None stands for an effect token (AOTAutograd threads one through ops such as
+        # linalg's error checks); the program takes it as an empty tensor.
+        arrays = [
+            tensors.to_numpy(a) if a is not None else self._empty_input(i)
+            for i, a in enumerate(args)
+        ]
         results = self.loaded.execute(arrays)
         produced = iter(results)
         outputs = []
@@ -170,6 +176,10 @@ class NeuronGraphFunction:
             tensor = tensors.from_numpy(next(produced))
             outputs.append(tensor if device.type == "cpu" else tensor.to(device))
         return outputs
+
+    def _empty_input(self, index: int) -> np.ndarray:
+        spec = self.compiled.inputs[index]
+        return np.zeros(spec["shape"], dtype=tensors.numpy_dtype(spec["dtype"]))
 
 
 class ShapeSpecializingFunction:

@@ -4,6 +4,7 @@
   PyTorch's floored remainder whenever the operands' signs differ: a silently
   wrong program. Here it is fmod plus the sign correction.
 - ``fmod`` with a Python scalar has no StableHLO lowering; the tensor form does.
+- ``fmax``/``fmin`` with a broadcast operand build an ill-typed compare.
 - comparisons of ``bool`` or ``uint8`` tensors become ``compare`` ops XLA rejects
   (torch-mlir marks them signed; XLA wants unsigned); they are compared as ``int32``.
 """
@@ -49,6 +50,22 @@ def fmod_scalar(self, other):
     dtype = torch.result_type(self, other)
     divisor = torch.scalar_tensor(other, dtype=dtype, device=self.device)
     return aten.fmod.Tensor(self.to(dtype), divisor)
+
+
+def _nan_ignoring(extreme):
+    def rule(self, other):
+        # fmax(a, b) = the other operand where one is NaN, else maximum(a, b)
+        a, b = torch.broadcast_tensors(self, other)
+        if not a.is_floating_point():
+            return extreme(a, b)
+        return torch.where(torch.isnan(a), b, torch.where(torch.isnan(b), a, extreme(a, b)))
+
+    rule.__name__ = f"nan_ignoring_{extreme.__name__}"
+    return rule
+
+
+lowering_rule(aten.fmax.default)(_nan_ignoring(torch.maximum))
+lowering_rule(aten.fmin.default)(_nan_ignoring(torch.minimum))
 
 
 _UNSIGNED = (torch.bool, torch.uint8)

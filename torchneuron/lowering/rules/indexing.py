@@ -37,6 +37,33 @@ def unfold(self, dimension, size, step):
     return picked.reshape(shape).movedim(dim + 1, -1)
 
 
+@lowering_rule(aten.take.default)
+def take(self, index):
+    # take(x, i) -> flatten(x)[i mod numel]: torch-mlir's form ignores negative indices
+    flat = self.reshape(-1)
+    positions = index.reshape(-1)
+    positions = torch.where(positions < 0, positions + flat.numel(), positions)
+    return torch.index_select(flat, 0, positions).reshape(index.shape)
+
+
+@lowering_rule(aten.roll.default)
+def roll(self, shifts, dims=()):
+    # roll(x, s, d) -> cat(x[n-s:], x[:n-s]) along d, per (shift, dim); s mod n == 0 is a copy
+    shifts, dims = list(shifts), list(dims)
+    if not dims:
+        return roll(self.reshape(-1), shifts, [0]).reshape(self.shape)
+    result = self
+    for shift, dim in zip(shifts, dims):
+        size = result.shape[dim]
+        if size == 0:
+            continue
+        shift %= size
+        if shift:
+            result = torch.cat([result.narrow(dim, size - shift, shift),
+                                result.narrow(dim, 0, size - shift)], dim=dim)
+    return result.clone() if result is self else result
+
+
 @lowering_rule(aten.put.default)
 def put(self, index, source, accumulate=False):
     # put(x, i, s) -> flatten(x).index_put(i mod numel, s).view_as(x)

@@ -39,6 +39,46 @@ def logsumexp(self, dim, keepdim=False):
     return result if result.is_floating_point() else result.to(torch.get_default_dtype())
 
 
+def _reduce_as_vector(op):
+    """A reduction over dims of a 0-d tensor, computed on it as a 1-element vector."""
+
+    def rule(self, dim=None, keepdim=False, **kwargs):
+        # op(0-d x, d) -> op(x.reshape(1), 0): the same single value, ranks torch-mlir handles
+        if self.dim() != 0:
+            return NotImplemented
+        result = op(self.reshape(1), [0] if isinstance(dim, (list, tuple)) or dim is None else 0,
+                    False, **kwargs)
+        if isinstance(result, tuple):
+            return tuple(r.reshape(()) for r in result)
+        return result.reshape(())
+
+    rule.__name__ = f"zero_dim_{op.__name__.replace('.', '_')}"
+    return rule
+
+
+for _op in (aten.sum.dim_IntList, aten.mean.dim, aten.amax.default, aten.amin.default,
+            aten.any.dims, aten.all.dims, aten.prod.dim_int):
+    lowering_rule(_op)(_reduce_as_vector(_op))
+
+
+def _reduce_one_dim_as_vector(op):
+    def rule(self, dim, keepdim=False):
+        # op(0-d x, 0) -> op(x.reshape(1), 0)
+        if self.dim() != 0:
+            return NotImplemented
+        result = op(self.reshape(1), 0, False)
+        if isinstance(result, tuple):
+            return tuple(r.reshape(()) for r in result)
+        return result.reshape(())
+
+    rule.__name__ = f"zero_dim_{op.__name__.replace('.', '_')}"
+    return rule
+
+
+for _op in (aten.any.dim, aten.all.dim, aten.max.dim, aten.min.dim):
+    lowering_rule(_op)(_reduce_one_dim_as_vector(_op))
+
+
 # -- scans ---------------------------------------------------------------------------
 
 
