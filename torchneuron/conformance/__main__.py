@@ -22,11 +22,10 @@ import time
 from pathlib import Path
 
 from . import expectations as expectations_file
-from .opinfo import DTYPES, MODES, Outcome
+from .opinfo import DEFAULT_SAMPLES, DTYPES, MODES, Outcome
 from .report import format_report
 
-DEFAULT_EXPECTATIONS = Path(__file__).resolve().parents[2] / "tests" / "conformance" / "expectations.txt"
-DEFAULT_SAMPLES = 1
+DEFAULT_EXPECTATIONS = expectations_file.DEFAULT_PATH
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,6 +28,8 @@ HEADER = """\
 #   <mode> <dtype> <entry> pass | xfail <status>: <reason> | skip: <reason>
 # Refresh with `python -m torchneuron.conformance --update-expectations` and review the diff.
 """
+# The checked-in file (a source checkout: the package sits next to tests/).
+DEFAULT_PATH = Path(__file__).resolve().parents[2] / "tests" / "conformance" / "expectations.txt"
 # Statuses that must be named exactly by their xfail line: never accepted silently.
 MUST_BE_LISTED = ("fail", "crash", "timeout")
 

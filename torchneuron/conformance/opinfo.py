@@ -47,6 +47,10 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 STATUSES = ("pass", "skip", "fallback", "error", "fail", "timeout", "crash")
 _RANK = {status: rank for rank, status in enumerate(STATUSES)}
 
+# Samples per entry in the gating run and the expectations file: the second sample
+# often exercises another branch (ceil_mode, a 0-d input, a broadcast) of the lowering.
+DEFAULT_SAMPLES = 2
+
 # How many samples the CPU may reject before an entry is skipped.
 _SAMPLE_SEARCH_LIMIT = 12
 
@@ -116,7 +120,7 @@ def find_entry(name: str):
 # -- running an entry ----------------------------------------------------------------
 
 
-def run_entry(name: str, mode: str, dtype: str, samples: int = 2) -> Outcome:
+def run_entry(name: str, mode: str, dtype: str, samples: int = DEFAULT_SAMPLES) -> Outcome:
     """Run up to ``samples`` samples of entry ``name`` in ``mode`` and ``dtype``."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; modes are {', '.join(MODES)}")
@@ -227,11 +231,13 @@ def _compile_sample(op, sample: dict):
         try:
             torch.manual_seed(0)
             result = compiled(*args, **kwargs)
-        except torch._dynamo.exc.Unsupported as unsupported:
+        except torch._dynamo.exc.BackendCompilerFailed:
+            raise
+        except Exception as failure:  # noqa: BLE001 - Dynamo's own failures are not ours
             if _dynamo_alone_fails(call, sample):
                 raise _SampleSkipped(
                     "Dynamo cannot capture it in one graph with any backend: "
-                    + _first_line(unsupported)
+                    + _first_line(failure)
                 ) from None
             raise
         finally:

@@ -20,7 +20,7 @@ import threading
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from .opinfo import Outcome
+from .opinfo import DEFAULT_SAMPLES, Outcome
 
 # Environment of every worker: results must not depend on the caller's settings.
 WORKER_ENVIRONMENT = {
@@ -38,7 +38,7 @@ class Task:
     entry: str
     mode: str
     dtype: str
-    samples: int = 2
+    samples: int = DEFAULT_SAMPLES
 
     def to_json(self) -> dict:
         return {"entry": self.entry, "mode": self.mode, "dtype": self.dtype,

@@ -32,6 +32,8 @@ EXTRA_DECOMPOSITIONS = [
     aten.narrow_copy, aten.view_copy, aten.permute_copy, aten.unbind_copy,  # -> the view + clone
     aten.adaptive_max_pool3d,      # -> max_pool3d over computed windows
     aten.max_pool3d_with_indices,  # -> the generic windowed-max decomposition
+    # eager mode meets these directly (torch.compile sees the .vec forms, decomposed):
+    aten.upsample_bilinear2d, aten.upsample_bicubic2d, aten.upsample_trilinear3d,  # -> gathers
 ]
 
 

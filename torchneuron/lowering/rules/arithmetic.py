@@ -38,6 +38,8 @@ def remainder_scalar(self, other):
 @lowering_rule(aten.remainder.Tensor)
 def remainder_tensor(self, other):
     # remainder(x, y) -> r = fmod(x, y); r + y where r != 0 and sign(r) != sign(y)
+    if not isinstance(other, torch.Tensor):
+        return remainder_scalar(self, other)
     if self.dtype == torch.bool or other.dtype == torch.bool:
         return NotImplemented
     dtype = torch.result_type(self, other)
@@ -66,6 +68,22 @@ def _nan_ignoring(extreme):
 
 lowering_rule(aten.fmax.default)(_nan_ignoring(torch.maximum))
 lowering_rule(aten.fmin.default)(_nan_ignoring(torch.minimum))
+
+
+@lowering_rule(aten.nextafter.default)
+def nextafter(self, other):
+    # the float after x towards y: its bit pattern plus or minus one (zero: the smallest
+    # subnormal with y's sign)
+    if self.dtype != torch.float32 or other.dtype != torch.float32:
+        return NotImplemented
+    x, y = torch.broadcast_tensors(self, other)
+    bits = x.view(torch.int32)
+    step = torch.where((y > x) == (x > 0), 1, -1).to(torch.int32)
+    moved = (bits + step).view(torch.float32)
+    smallest = torch.where(y > 0, 1, -2147483647).to(torch.int32).view(torch.float32)
+    result = torch.where(x == 0, smallest, moved)
+    result = torch.where(x == y, y, result)
+    return torch.where(torch.isnan(x) | torch.isnan(y), x + y, result)
 
 
 _UNSIGNED = (torch.bool, torch.uint8)

@@ -158,6 +158,83 @@ def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
     return _dense_scatter_reduce(self, dim, index, src, reduce, include_self)
 
 
+@lowering_rule(aten.scatter.reduce, aten.scatter.value_reduce)
+def scatter_with_reduce(self, dim, index, src, *, reduce):
+    # scatter(x, d, i, s, reduce="add"|"multiply") -> scatter_reduce(..., "sum"|"prod")
+    if not isinstance(src, torch.Tensor):
+        src = torch.full(index.shape, src, dtype=self.dtype, device=self.device)
+    kind = {"add": "sum", "multiply": "prod"}.get(reduce)
+    if kind is None:
+        return NotImplemented
+    return _dense_scatter_reduce(self, dim, index, src, kind, True)
+
+
+@lowering_rule(aten._index_put_impl.default)
+def index_put_impl(self, indices, values, accumulate=False, unsafe=False):
+    # the functional form of index_put_ (eager in-place indexing assignment)
+    return index_put(self, indices, values, accumulate)
+
+
+@lowering_rule(aten.index_fill.int_Tensor)
+def index_fill(self, dim, index, value):
+    # index_fill(x, d, i, v) with v of another dtype -> v cast first (XLA's scatter
+    # requires one element type)
+    if value.dtype == self.dtype:
+        return NotImplemented
+    return aten.index_fill.int_Tensor(self, dim, index, value.to(self.dtype))
+
+
+@lowering_rule(aten.index_put.default)
+def index_put(self, indices, values, accumulate=False):
+    # x[mask] = v with v not depending on how many are selected -> where(mask, v, x)
+    if len(indices) != 1 or indices[0] is None or indices[0].dtype != torch.bool:
+        return NotImplemented
+    mask = indices[0]
+    rest = list(self.shape[mask.dim():])
+    if values.dim() > len(rest) + 1 or (values.dim() == len(rest) + 1 and values.shape[0] != 1):
+        return NotImplemented  # one value per selected element: a data-dependent count
+    spread = values.to(self.dtype).reshape(values.shape[-len(rest):] if rest else ()) \
+        if values.dim() == len(rest) + 1 else values.to(self.dtype)
+    selected = mask.reshape(list(mask.shape) + [1] * len(rest))
+    if accumulate:
+        return self + torch.where(selected, spread, torch.zeros_like(self))
+    return torch.where(selected, spread, self)
+
+
+@lowering_rule(aten.diagonal_scatter.default)
+def diagonal_scatter(self, src, offset=0, dim1=0, dim2=1):
+    # out = x with its (offset) diagonal over (dim1, dim2) replaced by src
+    moved = self.movedim((dim1, dim2), (-2, -1))
+    rows, columns = moved.shape[-2], moved.shape[-1]
+    length = src.shape[-1]
+    if length == 0:
+        return self.clone()
+    i = torch.arange(rows, device=self.device)[:, None]
+    j = torch.arange(columns, device=self.device)[None, :]
+    on_diagonal = (j - i) == offset
+    position = torch.clamp(torch.arange(rows, device=self.device) - max(-offset, 0), 0, length - 1)
+    per_row = torch.index_select(src.to(self.dtype), -1, position).unsqueeze(-1)
+    result = torch.where(on_diagonal, per_row, moved)
+    return result.movedim((-2, -1), (dim1, dim2))
+
+
+@lowering_rule(aten._cdist_forward.default)
+def cdist(x1, x2, p, compute_mode=None):
+    # cdist(a, b, p)[i, j] = ||a_i - b_j||_p, from the broadcast differences
+    if x1.shape[-2] * x2.shape[-2] * x1.shape[-1] > DENSE_LIMIT:
+        return NotImplemented
+    difference = torch.abs(x1.unsqueeze(-2) - x2.unsqueeze(-3))
+    if p == 0:
+        return (difference != 0).sum(-1).to(x1.dtype)
+    if p == math.inf:
+        return difference.amax(-1) if difference.shape[-1] else difference.sum(-1)
+    if p == 1:
+        return difference.sum(-1)
+    if p == 2:
+        return torch.sqrt((difference * difference).sum(-1))
+    return torch.pow(torch.pow(difference, p).sum(-1), 1.0 / p)
+
+
 @lowering_rule(aten.index_reduce.default)
 def index_reduce(self, dim, index, source, reduce, *, include_self=True):
     # index_reduce(x, d, i, s) -> scatter_reduce(x, d, i broadcast along d over s, s)

@@ -273,3 +273,72 @@ def norm(self, p=2):
 def norm_dim(self, p, dim, keepdim=False):
     # norm(x, p, dims) -> vector_norm(x, p, dims)
     return torch.linalg.vector_norm(self, ord=2 if p is None else p, dim=dim, keepdim=keepdim)
+
+
+# -- stable sort and mode: dense comparisons (n^2 elements per row) ---------------------
+
+DENSE_ROW_LIMIT = 1 << 22  # elements of the largest (rows x n x n) comparison built
+
+
+def _order_key(x: torch.Tensor):
+    """(nan flag, value) pairs ordered like PyTorch's sort: NaN after everything else."""
+    if not x.is_floating_point():
+        return torch.zeros_like(x, dtype=torch.bool), x
+    nan = torch.isnan(x)
+    return nan, torch.where(nan, torch.zeros_like(x), x)
+
+
+@lowering_rule(aten.sort.stable)
+def sort_stable(self, *, stable=False, dim=-1, descending=False):
+    # stable=False -> sort.default; stable=True -> rank_i = #{j: x_j before x_i or (x_j == x_i
+    # and j < i)}, then scatter i to position rank_i
+    if not stable:
+        return aten.sort.default(self, dim, descending)
+    if self.dim() == 0:
+        return self.clone(), torch.zeros((), dtype=torch.int64, device=self.device)
+    dim = dim % self.dim()
+    n = self.shape[dim]
+    if self.numel() * n > DENSE_ROW_LIMIT or self.dtype == torch.bool:
+        return NotImplemented
+    moved = self.movedim(dim, -1)
+    nan, key = _order_key(moved)
+    # before[..., i, j]: element j sorts strictly before element i
+    nan_i, nan_j = nan.unsqueeze(-1), nan.unsqueeze(-2)
+    key_i, key_j = key.unsqueeze(-1), key.unsqueeze(-2)
+    if descending:
+        strictly = (nan_j & ~nan_i) | ((nan_j == nan_i) & (key_j > key_i))
+    else:
+        strictly = (~nan_j & nan_i) | ((nan_j == nan_i) & (key_j < key_i))
+    equal = (nan_j == nan_i) & (key_j == key_i)
+    positions = torch.arange(n, device=self.device)
+    earlier = positions.unsqueeze(0) < positions.unsqueeze(1)   # [i, j]: j < i
+    rank = (strictly | (equal & earlier)).sum(-1)                 # [..., n]
+    order = torch.zeros_like(rank).scatter(-1, rank, positions.expand(rank.shape))
+    values = torch.gather(moved, -1, order)
+    return values.movedim(-1, dim), order.movedim(-1, dim)
+
+
+@lowering_rule(aten.mode.default)
+def mode(self, dim=-1, keepdim=False):
+    # mode: the smallest of the most frequent values, and the last index holding it
+    if self.dim() == 0:
+        return self.clone(), torch.zeros((), dtype=torch.int64, device=self.device)
+    dim = dim % self.dim()
+    n = self.shape[dim]
+    if n == 0 or self.numel() * n > DENSE_ROW_LIMIT:
+        return NotImplemented
+    moved = self.movedim(dim, -1)
+    same = moved.unsqueeze(-1) == moved.unsqueeze(-2)
+    counts = same.sum(-1)
+    most = counts.amax(-1, keepdim=True)
+    if moved.is_floating_point():
+        high = torch.full_like(moved, math.inf)
+    else:
+        high = torch.full_like(moved, torch.iinfo(moved.dtype).max if moved.dtype != torch.bool else True)
+    value = torch.where(counts == most, moved, high).amin(-1, keepdim=True)
+    positions = torch.arange(n, device=self.device).expand(moved.shape)
+    index = torch.where(moved == value, positions, torch.full_like(positions, -1)).amax(-1, keepdim=True)
+    value, index = value.movedim(-1, dim), index.movedim(-1, dim)
+    if not keepdim:
+        value, index = value.squeeze(dim), index.squeeze(dim)
+    return value, index

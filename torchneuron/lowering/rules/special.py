@@ -195,6 +195,73 @@ def polygamma(n, self):
     return _elementwise(compute)(self)
 
 
+# Regularized incomplete gamma: the power series of P(a, x) where x <= a or x <= 1, the
+# continued fraction of Q(a, x) (evaluated by the modified Lentz method) elsewhere; both
+# unrolled to a fixed number of terms, ample for arguments up to a few hundred.
+_GAMMA_SERIES_TERMS = 96
+_GAMMA_FRACTION_TERMS = 64
+_TINY = 1e-30
+
+
+def _lower_gamma_series(a, x):
+    term = torch.ones_like(x)
+    total = torch.ones_like(x)
+    for n in range(1, _GAMMA_SERIES_TERMS):
+        term = term * x / (a + n)
+        total = total + term
+    log_prefactor = a * torch.log(x) - x - _lgamma(a + 1)
+    return torch.exp(log_prefactor) * total
+
+
+def _upper_gamma_fraction(a, x):
+    def guarded(v):
+        return torch.where(torch.abs(v) < _TINY, torch.full_like(v, _TINY), v)
+
+    b = x + 1 - a
+    c = torch.full_like(x, 1 / _TINY)
+    d = 1 / guarded(b)
+    h = d
+    for i in range(1, _GAMMA_FRACTION_TERMS):
+        an = -i * (i - a)
+        b = b + 2
+        d = 1 / guarded(an * d + b)
+        c = guarded(b + an / c)
+        h = h * d * c
+    log_prefactor = a * torch.log(x) - x - _lgamma(a)
+    return torch.exp(log_prefactor) * h
+
+
+def _incomplete_gamma(a, x, upper: bool):
+    safe_x = torch.where(x > 0, x, torch.ones_like(x))
+    safe_a = torch.where(a > 0, a, torch.ones_like(a))
+    by_fraction = (safe_x > 1) & (safe_x > safe_a)
+    q = _upper_gamma_fraction(safe_a, torch.where(by_fraction, safe_x, safe_a + 2))
+    p = _lower_gamma_series(safe_a, torch.where(by_fraction, torch.ones_like(x), safe_x))
+    lower = torch.where(by_fraction, 1 - q, p)
+    value = 1 - lower if upper else lower
+    if upper:
+        value = torch.where(by_fraction, q, value)
+    zero, one = torch.zeros_like(x), torch.ones_like(x)
+    value = torch.where(x == 0, one if upper else zero, value)
+    value = torch.where((a == 0) & (x > 0), zero if upper else one, value)
+    value = torch.where(torch.isinf(x) & (x > 0), zero if upper else one, value)
+    return torch.where((a < 0) | (x < 0) | torch.isnan(a) | torch.isnan(x), _nan_like(x), value)
+
+
+@lowering_rule(aten.igamma.default)
+@_elementwise
+def igamma(a, x):
+    a, x = torch.broadcast_tensors(a, x)
+    return _incomplete_gamma(a, x, upper=False)
+
+
+@lowering_rule(aten.igammac.default)
+@_elementwise
+def igammac(a, x):
+    a, x = torch.broadcast_tensors(a, x)
+    return _incomplete_gamma(a, x, upper=True)
+
+
 # -- error functions -------------------------------------------------------------------
 
 # Numerical Recipes §6.2 (erfcc): erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z/2), z >= 0.
@@ -476,3 +543,134 @@ def hypot(a, b):
     value = high * torch.sqrt(1 + ratio * ratio)
     return torch.where(torch.isinf(a) | torch.isinf(b), torch.full_like(value, math.inf), value)
 
+
+
+@lowering_rule(aten.frexp.Tensor)
+def frexp(self):
+    # x = m 2^e with 0.5 <= |m| < 1: e from log2, corrected by one where rounding missed
+    if not self.is_floating_point() or self.dtype == torch.float64:
+        return NotImplemented
+    x = self.to(torch.float32)
+    magnitude = torch.abs(x)
+    finite_nonzero = torch.isfinite(x) & (x != 0)
+    safe = torch.where(finite_nonzero, magnitude, torch.ones_like(magnitude))
+    exponent = torch.floor(torch.log2(safe)) + 1
+    # 2^-e as two halves, so that neither overflows for exponents near the range ends
+    half = torch.floor(exponent / 2)
+    mantissa = safe * torch.exp2(-half) * torch.exp2(-(exponent - half))
+    exponent = torch.where(mantissa >= 1, exponent + 1, torch.where(mantissa < 0.5, exponent - 1, exponent))
+    mantissa = torch.where(mantissa >= 1, mantissa / 2, torch.where(mantissa < 0.5, mantissa * 2, mantissa))
+    mantissa = torch.where(finite_nonzero, torch.sign(x) * mantissa, x)
+    exponent = torch.where(finite_nonzero, exponent, torch.zeros_like(exponent))
+    return mantissa.to(self.dtype), exponent.to(torch.int32)
+
+
+# -- orthogonal polynomials --------------------------------------------------------------
+#
+# The degree n is a tensor (truncated to an integer, like PyTorch). The three-term
+# recurrence is unrolled to RECURRENCE_DEGREES and the term of degree n selected.
+# Chebyshev polynomials of higher degree use their trigonometric / hyperbolic closed
+# forms; the other families give NaN above that degree.
+
+RECURRENCE_DEGREES = 32
+
+
+def _by_recurrence(x, degree, first, second, step):
+    """p_degree from p_0 = first, p_1 = second, p_{k+1} = step(k, x, p_k, p_{k-1})."""
+    previous, current = first, second
+    result = torch.where(degree == 0, first, torch.where(degree == 1, second, _nan_like(x)))
+    for k in range(1, RECURRENCE_DEGREES):
+        previous, current = current, step(k, x, current, previous)
+        result = torch.where(degree == k + 1, current, result)
+    return torch.where(degree < 0, torch.zeros_like(x), result)
+
+
+def _polynomial(step, first, second, closed_form=None):
+    def compute(x, n):
+        x, n = torch.broadcast_tensors(x, n)
+        degree = n.to(torch.int64)
+        value = _by_recurrence(x, degree, first(x), second(x), step)
+        if closed_form is not None:
+            value = torch.where(degree >= RECURRENCE_DEGREES, closed_form(x, degree.to(x.dtype)), value)
+        return value
+
+    return _elementwise(compute)
+
+
+def _chebyshev_closed(kind):
+    def closed(x, n):
+        # x = cos t (|x| <= 1) or +-cosh t (|x| > 1)
+        inside = torch.abs(x) <= 1
+        t = torch.acos(torch.clamp(x, -1, 1))
+        u = torch.acosh(torch.clamp(torch.abs(x), min=1))
+        odd = torch.remainder(n, 2) == 1
+        flip = torch.where((x < -1) & odd, -1.0, 1.0).to(x.dtype)
+        if kind == "t":
+            return torch.where(inside, torch.cos(n * t), flip * torch.cosh(n * u))
+        if kind == "u":
+            # U_n(-x) = (-1)^n U_n(x)
+            return torch.where(inside, torch.sin((n + 1) * t) / torch.sin(t),
+                               flip * torch.sinh((n + 1) * u) / torch.sinh(u))
+        return _nan_like(x)
+
+    return closed
+
+
+_CHEBYSHEV_STEP = lambda k, x, current, previous: 2 * x * current - previous  # noqa: E731
+
+_POLYNOMIALS = {
+    aten.special_chebyshev_polynomial_t.default: _polynomial(
+        _CHEBYSHEV_STEP, torch.ones_like, lambda x: x, _chebyshev_closed("t")),
+    aten.special_chebyshev_polynomial_u.default: _polynomial(
+        _CHEBYSHEV_STEP, torch.ones_like, lambda x: 2 * x, _chebyshev_closed("u")),
+    aten.special_chebyshev_polynomial_v.default: _polynomial(
+        _CHEBYSHEV_STEP, torch.ones_like, lambda x: 2 * x - 1),
+    aten.special_chebyshev_polynomial_w.default: _polynomial(
+        _CHEBYSHEV_STEP, torch.ones_like, lambda x: 2 * x + 1),
+    aten.special_hermite_polynomial_h.default: _polynomial(
+        lambda k, x, current, previous: 2 * x * current - 2 * k * previous,
+        torch.ones_like, lambda x: 2 * x),
+    aten.special_hermite_polynomial_he.default: _polynomial(
+        lambda k, x, current, previous: x * current - k * previous,
+        torch.ones_like, lambda x: x),
+    aten.special_laguerre_polynomial_l.default: _polynomial(
+        lambda k, x, current, previous: ((2 * k + 1 - x) * current - k * previous) / (k + 1),
+        torch.ones_like, lambda x: 1 - x),
+    aten.special_legendre_polynomial_p.default: _polynomial(
+        lambda k, x, current, previous: ((2 * k + 1) * x * current - k * previous) / (k + 1),
+        torch.ones_like, lambda x: x),
+}
+
+
+def _shifted(polynomial):
+    # T*_n(x) = T_n(2x - 1), and likewise U*, V*, W*
+    def compute(x, n):
+        return polynomial(2 * x - 1, n)
+
+    return compute
+
+
+_POLYNOMIALS.update({
+    aten.special_shifted_chebyshev_polynomial_t.default: _shifted(
+        _POLYNOMIALS[aten.special_chebyshev_polynomial_t.default]),
+    aten.special_shifted_chebyshev_polynomial_u.default: _shifted(
+        _POLYNOMIALS[aten.special_chebyshev_polynomial_u.default]),
+    aten.special_shifted_chebyshev_polynomial_v.default: _shifted(
+        _POLYNOMIALS[aten.special_chebyshev_polynomial_v.default]),
+    aten.special_shifted_chebyshev_polynomial_w.default: _shifted(
+        _POLYNOMIALS[aten.special_chebyshev_polynomial_w.default]),
+})
+
+
+def _polynomial_rule(op, polynomial):
+    def rule(x, n):
+        if not isinstance(x, torch.Tensor) or not isinstance(n, torch.Tensor):
+            return NotImplemented
+        return polynomial(x, n)
+
+    rule.__name__ = op.__name__.replace(".", "_")
+    return rule
+
+
+for _op, _polynomial_function in _POLYNOMIALS.items():
+    lowering_rule(_op)(_polynomial_rule(_op, _polynomial_function))
