@@ -290,3 +290,52 @@ def histc(self, bins=100, min=0, max=0):
     position = torch.clamp(position, 0, bins - 1)
     hits = (position[:, None] == torch.arange(bins)[None, :]) & inside[:, None]
     return hits.sum(0).to(self.dtype)
+
+
+def _histogram_from_edges(self, edges, weight, density):
+    # bin b holds edges[b] <= x < edges[b+1]; the last bin also holds x == edges[-1]
+    values = self.reshape(-1)
+    bins = edges.numel() - 1
+    if values.numel() * (bins + 1) > DENSE_LIMIT or bins < 1:
+        return NotImplemented
+    edges = edges.to(self.dtype)
+    position = (edges[None, :] <= values[:, None]).sum(-1) - 1
+    position = torch.where(values == edges[-1], torch.full_like(position, bins - 1), position)
+    inside = (values >= edges[0]) & (values <= edges[-1])
+    hits = (position[:, None] == torch.arange(bins, device=self.device)[None, :]) & inside[:, None]
+    amounts = (weight.reshape(-1).to(self.dtype) if weight is not None
+               else torch.ones_like(values))
+    histogram = torch.where(hits, amounts[:, None], torch.zeros_like(amounts)[:, None]).sum(0)
+    if density:
+        histogram = histogram / (histogram.sum() * (edges[1:] - edges[:-1]))
+    return histogram, edges
+
+
+def _linspace(start, end, steps: int, like: torch.Tensor) -> torch.Tensor:
+    # PyTorch's linspace: the first half counted from start, the second from end
+    index = torch.arange(steps, device=like.device).to(like.dtype)
+    step = (end - start) / (steps - 1)
+    return torch.where(index < steps // 2, start + step * index, end - step * (steps - 1 - index))
+
+
+@lowering_rule(aten.histogram.bin_ct)
+def histogram(self, bins=100, *, range=None, weight=None, density=False):
+    # equal-width bins over range (default: the data's min..max, widened by 0.5 if equal)
+    if not self.is_floating_point() or self.numel() == 0:
+        return NotImplemented
+    if range is not None:
+        low = torch.full((), float(range[0]), dtype=self.dtype)
+        high = torch.full((), float(range[1]), dtype=self.dtype)
+    else:
+        low, high = self.min(), self.max()
+    same = low == high
+    low, high = torch.where(same, low - 0.5, low), torch.where(same, high + 0.5, high)
+    return _histogram_from_edges(self, _linspace(low, high, bins + 1, self), weight, density)
+
+
+@lowering_rule(aten.histogram.bins_tensor)
+def histogram_with_edges(self, bins, *, weight=None, density=False):
+    # bins given as edges
+    if not self.is_floating_point():
+        return NotImplemented
+    return _histogram_from_edges(self, bins, weight, density)

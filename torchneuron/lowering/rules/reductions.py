@@ -342,3 +342,21 @@ def mode(self, dim=-1, keepdim=False):
     if not keepdim:
         value, index = value.squeeze(dim), index.squeeze(dim)
     return value, index
+
+
+
+@lowering_rule(aten.native_batch_norm.default)
+def native_batch_norm_inference(input, weight, bias, running_mean, running_var, training,
+                                momentum, eps):
+    # inference: (x - running_mean) / sqrt(running_var + eps) * w + b; the saved statistics
+    # are empty (torch-mlir's lowering mistypes those empty results)
+    if training or running_mean is None or running_var is None:
+        return NotImplemented
+    shape = [1, -1] + [1] * (input.dim() - 2)
+    output = (input - running_mean.reshape(shape)) * torch.rsqrt(running_var.reshape(shape) + eps)
+    if weight is not None:
+        output = output * weight.reshape(shape)
+    if bias is not None:
+        output = output + bias.reshape(shape)
+    empty = torch.zeros(0, dtype=input.dtype, device=input.device)
+    return output.to(input.dtype), empty, empty.clone()
