@@ -87,3 +87,28 @@ def _float_scalar_for_float_tensor(node: torch.fx.Node) -> None:
     if (isinstance(value, torch.Tensor) and value.dtype.is_floating_point
             and isinstance(other, int) and not isinstance(other, bool)):
         node.args = (node.args[0], float(other), *node.args[2:])
+
+
+@normalizes(aten.scalar_tensor.default)
+def _scalar_tensor_of_a_tensor_element(node: torch.fx.Node) -> None:
+    # scalar_tensor(_local_scalar_dense(t), dtype) -> t converted to dtype: the value never
+    # needs to leave the device (torch-mlir lowers the round trip to tensor.extract and
+    # arith ops, which are not StableHLO).
+    source = node.args[0] if node.args else None
+    if not (isinstance(source, torch.fx.Node) and source.op == "call_function"
+            and source.target is aten._local_scalar_dense.default):
+        return
+    element = source.args[0]
+    value = element.meta.get("val") if isinstance(element, torch.fx.Node) else None
+    result = node.meta.get("val")
+    if not isinstance(value, torch.Tensor) or value.numel() != 1 or not isinstance(result, torch.Tensor):
+        return
+    graph = node.graph
+    with graph.inserting_before(node):
+        scalar = element
+        if value.dim() != 0:
+            scalar = graph.call_function(aten.reshape.default, (element, []))
+            scalar.meta["val"] = value.reshape([])
+        converted = graph.call_function(aten._to_copy.default, (scalar,), {"dtype": result.dtype})
+    converted.meta = dict(node.meta)
+    node.replace_all_uses_with(converted)

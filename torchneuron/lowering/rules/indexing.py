@@ -339,3 +339,52 @@ def histogram_with_edges(self, bins, *, weight=None, density=False):
     if not self.is_floating_point():
         return NotImplemented
     return _histogram_from_edges(self, bins, weight, density)
+
+
+@lowering_rule(aten.segment_reduce.default)
+def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, axis=0,
+                   unsafe=False, initial=None):
+    # segment s holds the elements between the running sums of lengths; one dense
+    # (segments x elements) comparison, then an ordinary reduction per segment
+    if indices is not None or reduce not in ("sum", "mean", "max", "min", "prod"):
+        return NotImplemented
+    if lengths is None:
+        if offsets is None or offsets.dim() != 1:
+            return NotImplemented
+        lengths = offsets[1:] - offsets[:-1]
+    if lengths.dim() != 1 or not data.is_floating_point():
+        return NotImplemented
+    moved = data.movedim(axis, 0)
+    elements, segments = moved.shape[0], lengths.shape[0]
+    if elements * segments * max(1, moved[0].numel()) > DENSE_LIMIT:
+        return NotImplemented
+    ends = torch.cumsum(lengths, 0)
+    segment_of = (ends[None, :] <= torch.arange(elements, device=data.device)[:, None]).sum(-1)
+    hits = segment_of[None, :] == torch.arange(segments, device=data.device)[:, None]  # [S, N]
+    hits = hits.reshape([segments, elements] + [1] * (moved.dim() - 1))
+    count = hits.sum(1).to(data.dtype)                                                 # [S, 1..]
+    kind = {"max": "amax", "min": "amin"}.get(reduce, reduce)
+    identity = _identity(kind, data.dtype)
+    spread = torch.where(hits, moved.unsqueeze(0), torch.full_like(moved.unsqueeze(0), identity))
+    if reduce in ("sum", "mean"):
+        value = spread.sum(1)
+    elif reduce == "prod":
+        value = spread.prod(1)
+    elif reduce == "max":
+        value = spread.amax(1)
+    else:
+        value = spread.amin(1)
+    if initial is not None:
+        if reduce in ("sum", "mean"):
+            value = value + initial
+        elif reduce == "prod":
+            value = value * initial
+        elif reduce == "max":
+            value = torch.clamp(value, min=initial)
+        else:
+            value = torch.clamp(value, max=initial)
+    if reduce == "mean":
+        empty_value = initial if initial is not None else math.nan
+        value = torch.where(count > 0, value / torch.clamp(count, min=1),
+                            torch.full_like(value, empty_value))
+    return value.movedim(0, axis)

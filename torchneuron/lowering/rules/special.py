@@ -123,7 +123,9 @@ def _digamma(x: torch.Tensor) -> torch.Tensor:
     result = torch.where(left, psi_y - math.pi / _tan_pi(x), psi_y)
     negative_integer = (x < 0) & (x == torch.floor(x))
     result = torch.where(negative_integer, _nan_like(x), result)
-    result = torch.where(x == 0, torch.full_like(x, -math.inf), result)
+    # digamma(+0) = -inf, digamma(-0) = +inf (1/x tells the zeros apart)
+    zero_limit = torch.where(1 / x < 0, torch.full_like(x, math.inf), torch.full_like(x, -math.inf))
+    result = torch.where(x == 0, zero_limit, result)
     return torch.where(x == math.inf, x, result)
 
 
@@ -323,14 +325,39 @@ def _erfinv_from(x, w):
 @lowering_rule(aten.erfinv.default)
 @_elementwise
 def erfinv(x):
-    return _erfinv_from(x, -torch.log((1 - x) * (1 + x)))
+    value = _erfinv_from(x, -torch.log((1 - x) * (1 + x)))
+    return torch.where(torch.abs(x) == 1, x * math.inf, value)
+
+
+# Abramowitz & Stegun 26.2.23: the normal quantile's tail, |error| < 4.5e-4, as the start
+# of Newton steps on log Phi (Giles' erfinv is fitted for float32 arguments of erfinv;
+# quantiles of probabilities below ~1e-7 lie beyond it).
+_TAIL_NUMERATOR = (2.515517, 0.802853, 0.010328)
+_TAIL_DENOMINATOR = (1.0, 1.432788, 0.189269, 0.001308)
+_DEEP_TAIL = 1e-6
+
+
+def _lower_tail_quantile(p):
+    t = torch.sqrt(-2 * torch.log(p))
+    z = -(t - _horner(t, _TAIL_NUMERATOR) / _horner(t, _TAIL_DENOMINATOR))
+    log_p = torch.log(p)
+    for _ in range(3):
+        # Newton on f(z) = log Phi(z) - log p:  f'(z) = phi(z) / Phi(z)
+        log_cdf = log_ndtr(z)
+        derivative = torch.exp(-0.5 * z * z - 0.5 * math.log(2 * math.pi) - log_cdf)
+        z = z - (log_cdf - log_p) / derivative
+    return z
 
 
 @lowering_rule(aten.special_ndtri.default)
 @_elementwise
 def ndtri(p):
     # ndtri(p) = sqrt(2) erfinv(2p - 1); (1 - x)(1 + x) = 4 p (1 - p) without cancellation
-    return math.sqrt(2) * _erfinv_from(2 * p - 1, -torch.log(4 * p * (1 - p)))
+    central = math.sqrt(2) * _erfinv_from(2 * p - 1, -torch.log(4 * p * (1 - p)))
+    deep = _lower_tail_quantile(torch.clamp(p, max=_DEEP_TAIL))
+    value = torch.where(p < _DEEP_TAIL, deep, central)
+    value = torch.where(p == 0, torch.full_like(p, -math.inf), value)
+    return torch.where(p == 1, torch.full_like(p, math.inf), value)
 
 
 # -- Bessel functions (Abramowitz & Stegun 9.4, 9.8) --------------------------------------

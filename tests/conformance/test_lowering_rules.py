@@ -1,0 +1,145 @@
+"""Our lowering rules against PyTorch on wider inputs than OpInfo's samples.
+
+The rules are plain torch code, so their mathematics is checked by calling them
+eagerly on CPU tensors (fast, any range); the rules that exist because
+torch-mlir silently miscompiles something are also checked through the
+compiler and the runtime.
+"""
+
+import math
+
+import pytest
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+
+from torchneuron.lowering import decomposition_table
+from torchneuron.lowering.rules import LOWERING_RULES, arithmetic, lowering_rules, special
+
+aten = torch.ops.aten
+
+
+def _close(got, want, rtol=1e-4, atol=1e-5):
+    torch.testing.assert_close(got, want, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def test_every_rule_is_registered_once_and_in_the_table():
+    rules = lowering_rules()
+    table = decomposition_table()
+    assert len(rules) > 100
+    assert all(op in table for op in rules)
+    with pytest.raises(ValueError, match="already has a lowering rule"):
+        from torchneuron.lowering.rules import lowering_rule
+
+        lowering_rule(aten.erfc.default)(lambda x: x)
+    assert LOWERING_RULES[aten.erfc.default] is special.erfc
+
+
+_GRID = torch.cat([torch.linspace(-30, 30, 2001), torch.tensor([0.0, -0.0, 1.0, 2.0, -1.0, -7.0])])
+_POSITIVE = torch.cat([torch.logspace(-6, 2, 801), torch.tensor([0.5, 1.0, 2.0, 3.75, 8.0])])
+
+
+@pytest.mark.parametrize("rule,reference,points", [
+    (special.lgamma, torch.lgamma, _GRID),
+    (special.digamma, torch.digamma, _GRID),
+    (special.erfc, torch.erfc, torch.linspace(-10, 10, 2001)),
+    (special.erfcx, torch.special.erfcx, torch.linspace(-9, 50, 2001)),
+    (special.log_ndtr, torch.special.log_ndtr, torch.linspace(-30, 10, 2001)),
+    (special.erfinv, torch.erfinv, torch.linspace(-1, 1, 2001)),
+    (special.ndtri, torch.special.ndtri, torch.cat([torch.logspace(-30, 0, 301), torch.linspace(0, 1, 201)])),
+    (special.bessel_j0, torch.special.bessel_j0, torch.linspace(-40, 40, 2001)),
+    (special.bessel_j1, torch.special.bessel_j1, torch.linspace(-40, 40, 2001)),
+    (special.bessel_y0, torch.special.bessel_y0, _POSITIVE),
+    (special.bessel_y1, torch.special.bessel_y1, _POSITIVE),
+    (special.modified_bessel_i0, torch.special.modified_bessel_i0, torch.linspace(-80, 80, 2001)),
+    (special.modified_bessel_i1, torch.special.modified_bessel_i1, torch.linspace(-80, 80, 2001)),
+    (special.i0e, torch.special.i0e, torch.linspace(-200, 200, 2001)),
+    (special.i1e, torch.special.i1e, torch.linspace(-200, 200, 2001)),
+    (special.modified_bessel_k0, torch.special.modified_bessel_k0, _POSITIVE),
+    (special.modified_bessel_k1, torch.special.modified_bessel_k1, _POSITIVE),
+    (special.scaled_modified_bessel_k0, torch.special.scaled_modified_bessel_k0, _POSITIVE),
+    (special.scaled_modified_bessel_k1, torch.special.scaled_modified_bessel_k1, _POSITIVE),
+])
+def test_special_function_accuracy_over_wide_ranges(rule, reference, points):
+    # Zeros of the Bessel functions make relative error meaningless there: absolute 2e-6.
+    _close(rule(points), reference(points), rtol=2e-4, atol=2e-6)
+
+
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_polygamma_and_zeta(n):
+    # near the poles (negative integers) PyTorch's float32 trigamma loses all precision
+    # (ours matches float64 there), so stay 0.01 away from them
+    x = torch.cat([torch.linspace(-8.7, -0.3, 57), torch.linspace(0.1, 40, 400)])
+    x = x[torch.abs(x - torch.round(x)) > 0.01]
+    _close(special.polygamma(n, x), torch.polygamma(n, x), rtol=5e-4)
+    q = torch.linspace(0.2, 30, 300)
+    s = torch.full_like(q, n + 1.5)
+    _close(special.zeta(s, q), torch.special.zeta(s, q), rtol=2e-4)
+
+
+def test_incomplete_gamma():
+    a, x = torch.meshgrid(torch.linspace(0.1, 30, 60), torch.linspace(0.0, 60, 61), indexing="ij")
+    _close(special.igamma(a, x), torch.igamma(a, x), atol=2e-5)
+    _close(special.igammac(a, x), torch.igammac(a, x), atol=2e-5)
+
+
+@pytest.mark.parametrize("op,reference", [
+    (aten.special_chebyshev_polynomial_t.default, torch.special.chebyshev_polynomial_t),
+    (aten.special_chebyshev_polynomial_u.default, torch.special.chebyshev_polynomial_u),
+    (aten.special_hermite_polynomial_h.default, torch.special.hermite_polynomial_h),
+    (aten.special_legendre_polynomial_p.default, torch.special.legendre_polynomial_p),
+    (aten.special_laguerre_polynomial_l.default, torch.special.laguerre_polynomial_l),
+])
+def test_orthogonal_polynomials_including_high_degrees(op, reference):
+    x, n = torch.meshgrid(torch.linspace(-1.5, 1.5, 31), torch.arange(-1, 40).float(), indexing="ij")
+    want = reference(x, n)
+    got = special._POLYNOMIALS[op](x, n)
+    finite = torch.isfinite(want) & (torch.abs(want) < 1e30) & (n < special.RECURRENCE_DEGREES)
+    _close(got[finite], want[finite], rtol=1e-3, atol=1e-4)
+    if op in (aten.special_chebyshev_polynomial_t.default, aten.special_chebyshev_polynomial_u.default):
+        inside = (torch.abs(x) < 0.99) & (n >= special.RECURRENCE_DEGREES)
+        _close(got[inside], want[inside], rtol=1e-3, atol=1e-3)
+
+
+def test_frexp_and_nextafter_bit_exact():
+    x = torch.cat([torch.randn(1000) * 1e30, torch.randn(1000) * 1e-30,
+                   torch.tensor([0.0, 1.0, 0.5, -2.0, math.inf, -math.inf])])
+    mantissa, exponent = special.frexp(x)
+    want_mantissa, want_exponent = torch.frexp(x)
+    assert torch.equal(mantissa, want_mantissa) and torch.equal(exponent, want_exponent)
+    y = torch.randn(x.shape)
+    assert torch.equal(arithmetic.nextafter(x, y), torch.nextafter(x, y))
+
+
+def _compiled(function, *inputs):
+    from torchneuron.compiler.pipeline import compile_graph
+    from torchneuron.runtime import load_neff
+
+    gm = make_fx(function, decomposition_table=decomposition_table())(*inputs)
+    compiled = compile_graph(gm, list(inputs), use_cache=False)
+    outputs = load_neff(compiled.neff).execute([t.numpy() for t in inputs])
+    return [torch.from_numpy(o) for o in outputs]
+
+
+def test_remainder_and_constant_comparisons_are_right_once_compiled():
+    # torch-mlir lowers remainder as fmod and folds full(2.5) >= 2 to false.
+    x = torch.tensor([-7.5, -2.5, -0.5, 0.5, 3.0, 7.25])
+    i = torch.tensor([-7, -2, 0, 1, 3, 8])
+
+    def program(x, i):
+        constant = torch.full_like(x, 2.5)
+        return (torch.remainder(x, 2), torch.remainder(x, -3), torch.remainder(i, 3),
+                torch.remainder(x, torch.full_like(x, -2.0)), constant >= 2, constant > 2,
+                constant < 3, (x < 0) != (i < 0))
+
+    for got, want in zip(_compiled(program, x, i), program(x, i)):
+        assert torch.equal(got.to(want.dtype), want), (got, want)
+
+
+def test_ceil_mode_max_pool_values_and_indices_once_compiled():
+    x = torch.randn(1, 2, 7, 9)
+
+    def program(x):
+        return torch.nn.functional.max_pool2d(x, 3, 2, 1, ceil_mode=True, return_indices=True)
+
+    got, want = _compiled(program, x), program(x)
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
