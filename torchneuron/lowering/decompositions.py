@@ -37,6 +37,18 @@ EXTRA_DECOMPOSITIONS = [
 ]
 
 
+# Ops whose bfloat16/float16 form is computed in float32 and rounded once, as PyTorch's
+# CPU kernels do and as the NeuronCore's engines do (they compute in fp32 and round on
+# write): rounding every step of an accumulation in bfloat16 drifts by several ulp.
+FLOAT32_ACCUMULATION = [
+    aten.cumsum.default, aten.sum.dim_IntList, aten.mean.dim, aten.var.correction,
+    aten.var_mean.correction, aten.std.correction, aten.std_mean.correction,
+    aten.logsumexp.default, aten._softmax.default, aten._log_softmax.default,
+    aten.linalg_cross.default, aten.grid_sampler_2d.default, aten._adaptive_avg_pool3d.default,
+]
+_HALF_TYPES = (torch.bfloat16, torch.float16)
+
+
 @functools.lru_cache(maxsize=1)
 def decomposition_table() -> dict[torch._ops.OperatorBase, Callable]:
     """The full table, built once per process."""
@@ -46,7 +58,31 @@ def decomposition_table() -> dict[torch._ops.OperatorBase, Callable]:
     table.update(get_decompositions(EXTRA_DECOMPOSITIONS))
     for op, rule in lowering_rules().items():
         table[op] = _rule_then(rule, table.get(op))
+    for op in FLOAT32_ACCUMULATION:
+        table[op] = _in_float32(op, table.get(op))
     return table
+
+
+def _in_float32(op, beneath: Callable | None) -> Callable:
+    """``op`` on half-precision inputs computed in float32, the result rounded back."""
+
+    def upcast_or_beneath(*args, **kwargs):
+        tensors = [a for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()]
+        half = {t.dtype for t in tensors}
+        if kwargs.get("dtype") is None and len(half) == 1 and half <= set(_HALF_TYPES):
+            (dtype,) = half
+            wide = [a.to(torch.float32) if isinstance(a, torch.Tensor) and a.dtype == dtype else a
+                    for a in args]
+            result = op(*wide, **kwargs)
+            narrow = [r.to(dtype) if isinstance(r, torch.Tensor) and r.dtype == torch.float32 else r
+                      for r in (result if isinstance(result, (tuple, list)) else [result])]
+            return tuple(narrow) if isinstance(result, (tuple, list)) else narrow[0]
+        if beneath is not None:
+            return beneath(*args, **kwargs)
+        return NotImplemented
+
+    upcast_or_beneath.__name__ = f"float32_{op.__name__.replace('.', '_')}"
+    return upcast_or_beneath
 
 
 def _rule_then(rule: Callable, beneath: Callable | None) -> Callable:
