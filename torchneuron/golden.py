@@ -32,9 +32,10 @@ import json
 import os
 import re
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 
@@ -59,7 +60,7 @@ class GoldenUpdated(UserWarning):
 class GoldenMismatch(AssertionError):
     """The compiled program differs from its goldens; ``str()`` holds the unified diffs."""
 
-    def __init__(self, result: "GoldenResult"):
+    def __init__(self, result: GoldenResult):
         self.result = result
         super().__init__(result.report())
 

@@ -24,8 +24,11 @@ def selected(entry: str) -> bool:
 
 
 def gating_expectations() -> dict:
-    return {key: e for key, e in expectations.load(DEFAULT_EXPECTATIONS).items()
-            if e.dtype == GATING_DTYPE}
+    return {
+        key: e
+        for key, e in expectations.load(DEFAULT_EXPECTATIONS).items()
+        if e.dtype == GATING_DTYPE
+    }
 
 
 @pytest.fixture(scope="session")

@@ -38,27 +38,42 @@ _GRID = torch.cat([torch.linspace(-30, 30, 2001), torch.tensor([0.0, -0.0, 1.0, 
 _POSITIVE = torch.cat([torch.logspace(-6, 2, 801), torch.tensor([0.5, 1.0, 2.0, 3.75, 8.0])])
 
 
-@pytest.mark.parametrize("rule,reference,points", [
-    (special.lgamma, torch.lgamma, _GRID),
-    (special.digamma, torch.digamma, _GRID),
-    (special.erfc, torch.erfc, torch.linspace(-10, 10, 2001)),
-    (special.erfcx, torch.special.erfcx, torch.linspace(-9, 50, 2001)),
-    (special.log_ndtr, torch.special.log_ndtr, torch.linspace(-30, 10, 2001)),
-    (special.erfinv, torch.erfinv, torch.linspace(-1, 1, 2001)),
-    (special.ndtri, torch.special.ndtri, torch.cat([torch.logspace(-30, 0, 301), torch.linspace(0, 1, 201)])),
-    (special.bessel_j0, torch.special.bessel_j0, torch.linspace(-40, 40, 2001)),
-    (special.bessel_j1, torch.special.bessel_j1, torch.linspace(-40, 40, 2001)),
-    (special.bessel_y0, torch.special.bessel_y0, _POSITIVE),
-    (special.bessel_y1, torch.special.bessel_y1, _POSITIVE),
-    (special.modified_bessel_i0, torch.special.modified_bessel_i0, torch.linspace(-80, 80, 2001)),
-    (special.modified_bessel_i1, torch.special.modified_bessel_i1, torch.linspace(-80, 80, 2001)),
-    (special.i0e, torch.special.i0e, torch.linspace(-200, 200, 2001)),
-    (special.i1e, torch.special.i1e, torch.linspace(-200, 200, 2001)),
-    (special.modified_bessel_k0, torch.special.modified_bessel_k0, _POSITIVE),
-    (special.modified_bessel_k1, torch.special.modified_bessel_k1, _POSITIVE),
-    (special.scaled_modified_bessel_k0, torch.special.scaled_modified_bessel_k0, _POSITIVE),
-    (special.scaled_modified_bessel_k1, torch.special.scaled_modified_bessel_k1, _POSITIVE),
-])
+@pytest.mark.parametrize(
+    "rule,reference,points",
+    [
+        (special.lgamma, torch.lgamma, _GRID),
+        (special.digamma, torch.digamma, _GRID),
+        (special.erfc, torch.erfc, torch.linspace(-10, 10, 2001)),
+        (special.erfcx, torch.special.erfcx, torch.linspace(-9, 50, 2001)),
+        (special.log_ndtr, torch.special.log_ndtr, torch.linspace(-30, 10, 2001)),
+        (special.erfinv, torch.erfinv, torch.linspace(-1, 1, 2001)),
+        (
+            special.ndtri,
+            torch.special.ndtri,
+            torch.cat([torch.logspace(-30, 0, 301), torch.linspace(0, 1, 201)]),
+        ),
+        (special.bessel_j0, torch.special.bessel_j0, torch.linspace(-40, 40, 2001)),
+        (special.bessel_j1, torch.special.bessel_j1, torch.linspace(-40, 40, 2001)),
+        (special.bessel_y0, torch.special.bessel_y0, _POSITIVE),
+        (special.bessel_y1, torch.special.bessel_y1, _POSITIVE),
+        (
+            special.modified_bessel_i0,
+            torch.special.modified_bessel_i0,
+            torch.linspace(-80, 80, 2001),
+        ),
+        (
+            special.modified_bessel_i1,
+            torch.special.modified_bessel_i1,
+            torch.linspace(-80, 80, 2001),
+        ),
+        (special.i0e, torch.special.i0e, torch.linspace(-200, 200, 2001)),
+        (special.i1e, torch.special.i1e, torch.linspace(-200, 200, 2001)),
+        (special.modified_bessel_k0, torch.special.modified_bessel_k0, _POSITIVE),
+        (special.modified_bessel_k1, torch.special.modified_bessel_k1, _POSITIVE),
+        (special.scaled_modified_bessel_k0, torch.special.scaled_modified_bessel_k0, _POSITIVE),
+        (special.scaled_modified_bessel_k1, torch.special.scaled_modified_bessel_k1, _POSITIVE),
+    ],
+)
 def test_special_function_accuracy_over_wide_ranges(rule, reference, points):
     # Zeros of the Bessel functions make relative error meaningless there: absolute 2e-6.
     _close(rule(points), reference(points), rtol=2e-4, atol=2e-6)
@@ -82,27 +97,40 @@ def test_incomplete_gamma():
     _close(special.igammac(a, x), torch.igammac(a, x), atol=2e-5)
 
 
-@pytest.mark.parametrize("op,reference", [
-    (aten.special_chebyshev_polynomial_t.default, torch.special.chebyshev_polynomial_t),
-    (aten.special_chebyshev_polynomial_u.default, torch.special.chebyshev_polynomial_u),
-    (aten.special_hermite_polynomial_h.default, torch.special.hermite_polynomial_h),
-    (aten.special_legendre_polynomial_p.default, torch.special.legendre_polynomial_p),
-    (aten.special_laguerre_polynomial_l.default, torch.special.laguerre_polynomial_l),
-])
+@pytest.mark.parametrize(
+    "op,reference",
+    [
+        (aten.special_chebyshev_polynomial_t.default, torch.special.chebyshev_polynomial_t),
+        (aten.special_chebyshev_polynomial_u.default, torch.special.chebyshev_polynomial_u),
+        (aten.special_hermite_polynomial_h.default, torch.special.hermite_polynomial_h),
+        (aten.special_legendre_polynomial_p.default, torch.special.legendre_polynomial_p),
+        (aten.special_laguerre_polynomial_l.default, torch.special.laguerre_polynomial_l),
+    ],
+)
 def test_orthogonal_polynomials_including_high_degrees(op, reference):
-    x, n = torch.meshgrid(torch.linspace(-1.5, 1.5, 31), torch.arange(-1, 40).float(), indexing="ij")
+    x, n = torch.meshgrid(
+        torch.linspace(-1.5, 1.5, 31), torch.arange(-1, 40).float(), indexing="ij"
+    )
     want = reference(x, n)
     got = special._POLYNOMIALS[op](x, n)
     finite = torch.isfinite(want) & (torch.abs(want) < 1e30) & (n < special.RECURRENCE_DEGREES)
     _close(got[finite], want[finite], rtol=1e-3, atol=1e-4)
-    if op in (aten.special_chebyshev_polynomial_t.default, aten.special_chebyshev_polynomial_u.default):
+    if op in (
+        aten.special_chebyshev_polynomial_t.default,
+        aten.special_chebyshev_polynomial_u.default,
+    ):
         inside = (torch.abs(x) < 0.99) & (n >= special.RECURRENCE_DEGREES)
         _close(got[inside], want[inside], rtol=1e-3, atol=1e-3)
 
 
 def test_frexp_and_nextafter_bit_exact():
-    x = torch.cat([torch.randn(1000) * 1e30, torch.randn(1000) * 1e-30,
-                   torch.tensor([0.0, 1.0, 0.5, -2.0, math.inf, -math.inf])])
+    x = torch.cat(
+        [
+            torch.randn(1000) * 1e30,
+            torch.randn(1000) * 1e-30,
+            torch.tensor([0.0, 1.0, 0.5, -2.0, math.inf, -math.inf]),
+        ]
+    )
     mantissa, exponent = special.frexp(x)
     want_mantissa, want_exponent = torch.frexp(x)
     assert torch.equal(mantissa, want_mantissa) and torch.equal(exponent, want_exponent)
@@ -127,9 +155,16 @@ def test_remainder_and_constant_comparisons_are_right_once_compiled():
 
     def program(x, i):
         constant = torch.full_like(x, 2.5)
-        return (torch.remainder(x, 2), torch.remainder(x, -3), torch.remainder(i, 3),
-                torch.remainder(x, torch.full_like(x, -2.0)), constant >= 2, constant > 2,
-                constant < 3, (x < 0) != (i < 0))
+        return (
+            torch.remainder(x, 2),
+            torch.remainder(x, -3),
+            torch.remainder(i, 3),
+            torch.remainder(x, torch.full_like(x, -2.0)),
+            constant >= 2,
+            constant > 2,
+            constant < 3,
+            (x < 0) != (i < 0),
+        )
 
     for got, want in zip(_compiled(program, x, i), program(x, i)):
         assert torch.equal(got.to(want.dtype), want), (got, want)

@@ -10,7 +10,6 @@ from torchneuron.conformance.compare import Mismatch, check_close
 from torchneuron.conformance.opinfo import Outcome, run_entry
 from torchneuron.conformance.pool import Task, WorkerPool
 
-
 # -- comparison ----------------------------------------------------------------------
 
 
@@ -58,29 +57,38 @@ def _outcome(status, entry="abs", reason="why"):
 
 
 def test_expectation_lines_round_trip_and_reject_malformed_lines():
-    lines = [expectations.expectation_of(_outcome(s, f"op{i}"))
-             for i, s in enumerate(("pass", "fallback", "fail", "skip"))]
+    lines = [
+        expectations.expectation_of(_outcome(s, f"op{i}"))
+        for i, s in enumerate(("pass", "fallback", "fail", "skip"))
+    ]
     text = expectations.format_expectations(lines)
     assert set(expectations.parse(text).values()) == set(lines)
     assert "compile float32 op1 xfail fallback: why" in text
-    for bad in ("compile float32 abs", "compile float32 abs xfail fallback",
-                "compile float32 abs xfail maybe: x", "sideways float32 abs pass",
-                "compile float32 abs pass\ncompile float32 abs pass"):
+    for bad in (
+        "compile float32 abs",
+        "compile float32 abs xfail fallback",
+        "compile float32 abs xfail maybe: x",
+        "sideways float32 abs pass",
+        "compile float32 abs pass\ncompile float32 abs pass",
+    ):
         with pytest.raises(expectations.ExpectationsError, match="<expectations>:"):
             expectations.parse(bad)
 
 
-@pytest.mark.parametrize("line,outcome,problem", [
-    ("pass", _outcome("pass"), None),
-    ("pass", _outcome("fallback"), "regressed"),
-    ("xfail fallback: x", _outcome("pass"), "passes now"),
-    ("xfail fallback: x", _outcome("error"), None),           # both loud: allowed
-    ("xfail fallback: x", _outcome("fail"), "expects fallback"),  # wrong answers are listed
-    ("xfail crash: x", _outcome("crash"), None),
-    ("xfail crash: x", _outcome("error"), "it improved"),
-    ("skip: x", _outcome("pass"), "expected a skip"),
-    ("xfail error: x", _outcome("skip"), "skipped now"),
-])
+@pytest.mark.parametrize(
+    "line,outcome,problem",
+    [
+        ("pass", _outcome("pass"), None),
+        ("pass", _outcome("fallback"), "regressed"),
+        ("xfail fallback: x", _outcome("pass"), "passes now"),
+        ("xfail fallback: x", _outcome("error"), None),  # both loud: allowed
+        ("xfail fallback: x", _outcome("fail"), "expects fallback"),  # wrong answers are listed
+        ("xfail crash: x", _outcome("crash"), None),
+        ("xfail crash: x", _outcome("error"), "it improved"),
+        ("skip: x", _outcome("pass"), "expected a skip"),
+        ("xfail error: x", _outcome("skip"), "skipped now"),
+    ],
+)
 def test_violations_keep_the_file_true(line, outcome, problem):
     (expected,) = expectations.parse(f"compile float32 abs {line}").values()
     found = expectations.violation(expected, outcome)
@@ -103,8 +111,12 @@ def test_run_entry_skips_ops_without_the_dtype_and_random_ops():
 
 
 def test_pool_survives_a_segfault_and_a_hang_and_keeps_order():
-    tasks = [Task("selftest.pass", "compile", "float32"), Task("selftest.crash", "compile", "float32"),
-             Task("selftest.hang", "compile", "float32"), Task("selftest.pass", "eager", "float32")]
+    tasks = [
+        Task("selftest.pass", "compile", "float32"),
+        Task("selftest.crash", "compile", "float32"),
+        Task("selftest.hang", "compile", "float32"),
+        Task("selftest.pass", "eager", "float32"),
+    ]
     outcomes = WorkerPool(workers=2, timeout=15).run(tasks)
     assert [o.status for o in outcomes] == ["pass", "crash", "timeout", "pass"]
     assert [o.mode for o in outcomes] == ["compile", "compile", "compile", "eager"]
@@ -115,9 +127,17 @@ def test_pool_survives_a_segfault_and_a_hang_and_keeps_order():
 
 
 def test_report_counts_rates_and_groups_causes():
-    outcomes = [_outcome("pass", "a"), _outcome("pass", "b"), _outcome("skip", "c"),
-                _outcome("fallback", "d", "no lowering to StableHLO for aten.foo.default with inputs (f32[2])"),
-                _outcome("fallback", "e", "no lowering to StableHLO for aten.foo.default with inputs (f32[3])")]
+    outcomes = [
+        _outcome("pass", "a"),
+        _outcome("pass", "b"),
+        _outcome("skip", "c"),
+        _outcome(
+            "fallback", "d", "no lowering to StableHLO for aten.foo.default with inputs (f32[2])"
+        ),
+        _outcome(
+            "fallback", "e", "no lowering to StableHLO for aten.foo.default with inputs (f32[3])"
+        ),
+    ]
     text = report.format_report(outcomes)
     row = next(line for line in text.splitlines() if line.startswith("| compile"))
     cells = [c.strip() for c in row.strip("|").split("|")]

@@ -362,12 +362,12 @@ def _run(args) -> int:
 def _golden(args) -> int:
     from torchneuron import golden
 
-    options = dict(
-        name=args.name or Path(args.program).stem,
-        target=args.target,
-        pipeline=args.passes,
-        weight_digests=args.weight_digests,
-    )
+    options = {
+        "name": args.name or Path(args.program).stem,
+        "target": args.target,
+        "pipeline": args.passes,
+        "weight_digests": args.weight_digests,
+    }
     if args.golden_action == "update":
         result = golden.update(args.program, args.dir, **options)
         print(result.report() if result.written else f"goldens in {args.dir} unchanged")

@@ -29,30 +29,47 @@ DEFAULT_EXPECTATIONS = expectations_file.DEFAULT_PATH
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m torchneuron.conformance",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--mode", action="append", choices=MODES,
-                        help="compile and/or eager (default: both)")
-    parser.add_argument("--dtype", action="append", choices=list(DTYPES),
-                        help="float32 and/or bfloat16 (default: both)")
+    parser = argparse.ArgumentParser(
+        prog="python -m torchneuron.conformance", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "--mode", action="append", choices=MODES, help="compile and/or eager (default: both)"
+    )
+    parser.add_argument(
+        "--dtype",
+        action="append",
+        choices=list(DTYPES),
+        help="float32 and/or bfloat16 (default: both)",
+    )
     parser.add_argument("--entries", help="comma-separated entry names or globs (default: all)")
-    parser.add_argument("--samples", type=int, default=DEFAULT_SAMPLES,
-                        help=f"samples per entry (default {DEFAULT_SAMPLES}, as the expectations)")
+    parser.add_argument(
+        "--samples",
+        type=int,
+        default=DEFAULT_SAMPLES,
+        help=f"samples per entry (default {DEFAULT_SAMPLES}, as the expectations)",
+    )
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds per entry")
     parser.add_argument("--expectations", type=Path, default=DEFAULT_EXPECTATIONS)
-    parser.add_argument("--check", action="store_true",
-                        help="exit 1 if results contradict the expectations file")
-    parser.add_argument("--update-expectations", action="store_true",
-                        help="rewrite the expectation lines of what was run; print the diff")
+    parser.add_argument(
+        "--check", action="store_true", help="exit 1 if results contradict the expectations file"
+    )
+    parser.add_argument(
+        "--update-expectations",
+        action="store_true",
+        help="rewrite the expectation lines of what was run; print the diff",
+    )
     parser.add_argument("--json", type=Path, help="also write every outcome as a JSON line here")
     parser.add_argument("--from-json", type=Path, help="report a saved run instead of running")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     args = parser.parse_args(argv)
 
     if args.from_json:
-        outcomes = [Outcome.from_json(json.loads(line))
-                    for line in args.from_json.read_text().splitlines() if line.strip()]
+        outcomes = [
+            Outcome.from_json(json.loads(line))
+            for line in args.from_json.read_text().splitlines()
+            if line.strip()
+        ]
     else:
         outcomes = _run(args)
     print(format_report(outcomes))
@@ -75,9 +92,12 @@ def _run(args) -> list[Outcome]:
     if not names:
         print(f"no OpInfo entry matches {args.entries!r}", file=sys.stderr)
         raise SystemExit(2)
-    tasks = [Task(name, mode, dtype, args.samples)
-             for mode in (args.mode or MODES) for dtype in (args.dtype or list(DTYPES))
-             for name in names]
+    tasks = [
+        Task(name, mode, dtype, args.samples)
+        for mode in (args.mode or MODES)
+        for dtype in (args.dtype or list(DTYPES))
+        for name in names
+    ]
     start = time.monotonic()
     done = [0]
 
@@ -117,9 +137,14 @@ def _update(outcomes: list[Outcome], path: Path) -> None:
         expectation = expectations_file.expectation_of(outcome)
         current[expectation.key] = expectation
     new_text = expectations_file.format_expectations(current.values())
-    diff = list(difflib.unified_diff(old_text.splitlines(keepends=True),
-                                     new_text.splitlines(keepends=True),
-                                     fromfile=f"{path} (before)", tofile=f"{path} (after)"))
+    diff = list(
+        difflib.unified_diff(
+            old_text.splitlines(keepends=True),
+            new_text.splitlines(keepends=True),
+            fromfile=f"{path} (before)",
+            tofile=f"{path} (after)",
+        )
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(new_text)
     print("".join(diff) if diff else f"{path}: unchanged")

@@ -52,7 +52,7 @@ def check_close(actual: Any, expected: Any, *, values: bool = True) -> None:
     the dtype's tolerance, NaN matching NaN. ``values=False`` compares metadata
     only, for ops whose values are unspecified (``torch.empty``).
     """
-    actual_leaves, actual_spec = pytree.tree_flatten(actual)
+    actual_leaves, _ = pytree.tree_flatten(actual)
     expected_leaves, expected_spec = pytree.tree_flatten(expected)
     if len(actual_leaves) != len(expected_leaves):
         raise Mismatch(
@@ -76,8 +76,10 @@ def _check_leaf(got: Any, want: Any, where: str, values: bool) -> None:
             _check_values(got.detach().cpu(), want.detach().cpu(), where)
         return
     if isinstance(want, float) and isinstance(got, (float, int)):
-        if not (math.isclose(got, want, rel_tol=1e-5, abs_tol=1e-6)
-                or (math.isnan(got) and math.isnan(want))):
+        if not (
+            math.isclose(got, want, rel_tol=1e-5, abs_tol=1e-6)
+            or (math.isnan(got) and math.isnan(want))
+        ):
             raise Mismatch(f"{where}: {got!r}, expected {want!r}")
         return
     if values and got != want:
@@ -86,14 +88,17 @@ def _check_leaf(got: Any, want: Any, where: str, values: bool) -> None:
 
 def _check_values(got: torch.Tensor, want: torch.Tensor, where: str) -> None:
     if got.is_complex():
-        _check_values(torch.view_as_real(got.resolve_conj()),
-                      torch.view_as_real(want.resolve_conj()), where)
+        _check_values(
+            torch.view_as_real(got.resolve_conj()), torch.view_as_real(want.resolve_conj()), where
+        )
         return
     if not got.is_floating_point():
         if not torch.equal(got, want):
             differing = int((got != want).sum())
-            raise Mismatch(f"{where}: {differing} of {want.numel()} elements differ "
-                           f"(exact comparison for {want.dtype})")
+            raise Mismatch(
+                f"{where}: {differing} of {want.numel()} elements differ "
+                f"(exact comparison for {want.dtype})"
+            )
         return
     rtol, atol = TOLERANCES.get(want.dtype, (1e-4, 1e-5))
     got64, want64 = got.double(), want.double()

@@ -17,9 +17,9 @@ them. ``#`` starts a comment.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 from .opinfo import MODES, Outcome
 
@@ -43,7 +43,7 @@ class Expectation:
     mode: str
     dtype: str
     entry: str
-    kind: str            # "pass" | "xfail" | "skip"
+    kind: str  # "pass" | "xfail" | "skip"
     status: str = "pass"  # for xfail: the status seen
     reason: str = ""
 
@@ -67,8 +67,7 @@ def expectation_of(outcome: Outcome) -> Expectation:
         return Expectation(outcome.mode, outcome.dtype, outcome.entry, "pass")
     if outcome.status == "skip":
         return Expectation(outcome.mode, outcome.dtype, outcome.entry, "skip", "skip", reason)
-    return Expectation(outcome.mode, outcome.dtype, outcome.entry, "xfail", outcome.status,
-                       reason)
+    return Expectation(outcome.mode, outcome.dtype, outcome.entry, "xfail", outcome.status, reason)
 
 
 def parse(text: str, source: str = "<expectations>") -> dict[tuple[str, str, str], Expectation]:
@@ -87,8 +86,9 @@ def parse(text: str, source: str = "<expectations>") -> dict[tuple[str, str, str
         if rest == "pass":
             expectation = Expectation(mode, dtype, entry, "pass")
         elif rest.startswith("skip:"):
-            expectation = Expectation(mode, dtype, entry, "skip", "skip",
-                                      rest.removeprefix("skip:").strip())
+            expectation = Expectation(
+                mode, dtype, entry, "skip", "skip", rest.removeprefix("skip:").strip()
+            )
         elif rest.startswith("xfail "):
             status, colon, reason = rest.removeprefix("xfail ").partition(":")
             status = status.strip()
@@ -138,15 +138,22 @@ def violation(expected: Expectation | None, outcome: Outcome) -> str | None:
     if outcome.status in MUST_BE_LISTED and expected.status != outcome.status:
         return f"{what}: {seen}; its line expects {expected.status}"
     if expected.status in MUST_BE_LISTED and expected.status != outcome.status:
-        return (f"{what}: its line expects {expected.status}, now {seen}; "
-                "update the line (it improved)")
+        return (
+            f"{what}: its line expects {expected.status}, now {seen}; update the line (it improved)"
+        )
     return None
 
 
-def violations(expectations: dict[tuple[str, str, str], Expectation],
-               outcomes: Iterable[Outcome]) -> list[str]:
+def violations(
+    expectations: dict[tuple[str, str, str], Expectation], outcomes: Iterable[Outcome]
+) -> list[str]:
     return [
-        problem for outcome in outcomes
-        if (problem := violation(expectations.get(
-            (outcome.mode, outcome.dtype, outcome.entry)), outcome)) is not None
+        problem
+        for outcome in outcomes
+        if (
+            problem := violation(
+                expectations.get((outcome.mode, outcome.dtype, outcome.entry)), outcome
+            )
+        )
+        is not None
     ]

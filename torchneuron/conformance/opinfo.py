@@ -24,8 +24,9 @@ import functools
 import time
 import traceback
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import torch
 from torch.utils import _pytree as pytree
@@ -71,7 +72,7 @@ class Outcome:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict) -> "Outcome":
+    def from_json(cls, data: dict) -> Outcome:
         return cls(**data)
 
 
@@ -144,8 +145,13 @@ def _run_entry(name: str, mode: str, dtype: torch.dtype, samples: int) -> Outcom
     except _SampleSkipped as skipped:
         return Outcome(name, mode, str(dtype), "skip", str(skipped))
     except Exception as error:  # noqa: BLE001 - PyTorch's own sample generator failed
-        return Outcome(name, mode, str(dtype), "skip",
-                       f"its sample inputs cannot be made on CPU: {_describe_error(error)}")
+        return Outcome(
+            name,
+            mode,
+            str(dtype),
+            "skip",
+            f"its sample inputs cannot be made on CPU: {_describe_error(error)}",
+        )
     ran = 0
     for sample in usable:
         ran += 1
@@ -201,7 +207,7 @@ def _usable_samples(op, dtype: torch.dtype, wanted: int) -> list[dict]:
         arguments = (sample.input, *sample.args)
         try:
             expected = _cpu_result(op, arguments, sample.kwargs, seed=0)
-        except Exception:  # noqa: BLE001 - a sample the CPU rejects is not a test
+        except Exception:  # noqa: BLE001, S112 - a sample the CPU rejects is not a test
             continue
         if not op.has_nondeterministic_output:
             try:
@@ -222,11 +228,20 @@ def _wide_result(op, args: tuple, kwargs: dict, dtype: torch.dtype):
     compute in float32 and round once, some round every step), so a half-precision result
     is right if it matches either that kernel or the float32 computation of its inputs.
     """
+
     def widen(value):
-        return value.to(torch.float32) if isinstance(value, torch.Tensor) and value.dtype == dtype else value
+        return (
+            value.to(torch.float32)
+            if isinstance(value, torch.Tensor) and value.dtype == dtype
+            else value
+        )
 
     def narrow(value):
-        return value.to(dtype) if isinstance(value, torch.Tensor) and value.dtype == torch.float32 else value
+        return (
+            value.to(dtype)
+            if isinstance(value, torch.Tensor) and value.dtype == torch.float32
+            else value
+        )
 
     try:
         wide = _cpu_result(op, pytree.tree_map(widen, args), pytree.tree_map(widen, kwargs), seed=0)
@@ -245,8 +260,10 @@ def _check_against_references(actual, sample: dict, values: bool) -> None:
         try:
             check_close(actual, also_right, values=values)
         except Mismatch:
-            raise Mismatch(f"{_first_line_of_mismatch(actual, sample, values)} (and differs from "
-                           "the float32 computation too)") from None
+            raise Mismatch(
+                f"{_first_line_of_mismatch(actual, sample, values)} (and differs from "
+                "the float32 computation too)"
+            ) from None
 
 
 def _first_line_of_mismatch(actual, sample: dict, values: bool) -> str:
@@ -294,7 +311,7 @@ def _compile_sample(op, sample: dict):
             result = compiled(*args, **kwargs)
         except torch._dynamo.exc.BackendCompilerFailed:
             raise
-        except Exception as failure:  # noqa: BLE001 - Dynamo's own failures are not ours
+        except Exception as failure:
             if _dynamo_alone_fails(call, sample):
                 raise _SampleSkipped(
                     "Dynamo cannot capture it in one graph with any backend: "
@@ -346,7 +363,8 @@ def _eager_sample(op, sample: dict):
     result = op.op(*args, **kwargs)
     torch.neuron.synchronize()
     wrong_device = [
-        str(t.device) for t in pytree.tree_leaves(result)
+        str(t.device)
+        for t in pytree.tree_leaves(result)
         if isinstance(t, torch.Tensor) and t.device.type != "neuron"
     ]
     result = pytree.tree_map(_detached_copy, result)

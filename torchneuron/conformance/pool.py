@@ -17,18 +17,18 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 from .opinfo import DEFAULT_SAMPLES, Outcome
 
 # Environment of every worker: results must not depend on the caller's settings.
 WORKER_ENVIRONMENT = {
-    "TORCHNEURON_CACHE": "0",               # no disk NEFF cache: every program compiled fresh
+    "TORCHNEURON_CACHE": "0",  # no disk NEFF cache: every program compiled fresh
     "TORCHNEURON_XLA_SINGLE_THREADED": "1",  # one core per worker
     "OMP_NUM_THREADS": "1",
     "TF_CPP_MIN_LOG_LEVEL": "3",
-    "PYTHONFAULTHANDLER": "1",               # a crash leaves a Python stack in the log
+    "PYTHONFAULTHANDLER": "1",  # a crash leaves a Python stack in the log
 }
 REMOVED_ENVIRONMENT = ("TORCHNEURON_NO_FALLBACK",)  # fallback is measured, not forbidden
 
@@ -41,8 +41,12 @@ class Task:
     samples: int = DEFAULT_SAMPLES
 
     def to_json(self) -> dict:
-        return {"entry": self.entry, "mode": self.mode, "dtype": self.dtype,
-                "samples": self.samples}
+        return {
+            "entry": self.entry,
+            "mode": self.mode,
+            "dtype": self.dtype,
+            "samples": self.samples,
+        }
 
 
 class _NoAnswer(Exception):
@@ -55,11 +59,16 @@ class _Worker:
     def __init__(self, startup_timeout: float):
         environment = {k: v for k, v in os.environ.items() if k not in REMOVED_ENVIRONMENT}
         environment.update(WORKER_ENVIRONMENT)
-        self.log = tempfile.TemporaryFile(mode="w+b")
+        # lives as long as the worker; closed by stop()
+        self.log = tempfile.TemporaryFile(mode="w+b")  # noqa: SIM115
         self.process = subprocess.Popen(
             [sys.executable, "-m", "torchneuron.conformance.worker"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-            env=environment, text=True, bufsize=1,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            env=environment,
+            text=True,
+            bufsize=1,
         )
         self.lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
@@ -93,8 +102,14 @@ class _Worker:
             line = None
         except _NoAnswer:
             self.stop()
-            return Outcome(task.entry, task.mode, task.dtype, "timeout",
-                           f"no result within {timeout:g} s", seconds=timeout)
+            return Outcome(
+                task.entry,
+                task.mode,
+                task.dtype,
+                "timeout",
+                f"no result within {timeout:g} s",
+                seconds=timeout,
+            )
         if line is None:
             try:
                 self.process.wait(timeout=30)
@@ -125,7 +140,7 @@ class _Worker:
         # faulthandler's report starts with the fatal signal; else the last message.
         for index, line in enumerate(lines):
             if line.startswith("Fatal Python error"):
-                return " | ".join(lines[index:index + 1] + _innermost_frame(lines[index:]))
+                return " | ".join(lines[index : index + 1] + _innermost_frame(lines[index:]))
         return lines[-1] if lines else "no output"
 
     def stop(self) -> None:
@@ -147,15 +162,21 @@ class WorkerPool:
     worker after that many entries, bounding what compile caches accumulate.
     """
 
-    def __init__(self, workers: int = 2, timeout: float = 120.0, max_tasks: int = 250,
-                 startup_timeout: float = 180.0):
+    def __init__(
+        self,
+        workers: int = 2,
+        timeout: float = 120.0,
+        max_tasks: int = 250,
+        startup_timeout: float = 180.0,
+    ):
         self.workers = max(1, workers)
         self.timeout = timeout
         self.max_tasks = max_tasks
         self.startup_timeout = startup_timeout
 
-    def run(self, tasks: Iterable[Task],
-            on_outcome: Callable[[Outcome], None] | None = None) -> list[Outcome]:
+    def run(
+        self, tasks: Iterable[Task], on_outcome: Callable[[Outcome], None] | None = None
+    ) -> list[Outcome]:
         """Run every task; outcomes come back in the order of ``tasks``."""
         tasks = list(tasks)
         pending: queue.Queue[tuple[int, Task]] = queue.Queue()
@@ -191,8 +212,10 @@ class WorkerPool:
                 if worker is not None:
                     worker.stop()
 
-        threads = [threading.Thread(target=serve, daemon=True)
-                   for _ in range(min(self.workers, max(1, len(tasks))))]
+        threads = [
+            threading.Thread(target=serve, daemon=True)
+            for _ in range(min(self.workers, max(1, len(tasks))))
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:

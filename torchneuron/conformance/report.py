@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import collections
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from .opinfo import Outcome
 
 COLUMNS = ("pass", "fail", "error", "fallback", "crash", "timeout", "skip")
 _HEADINGS = {
-    "pass": "passed", "fail": "wrong", "error": "errors", "fallback": "fell back",
-    "crash": "crashed", "timeout": "timed out", "skip": "skipped",
+    "pass": "passed",
+    "fail": "wrong",
+    "error": "errors",
+    "fallback": "fell back",
+    "crash": "crashed",
+    "timeout": "timed out",
+    "skip": "skipped",
 }
 
 
@@ -26,18 +31,31 @@ def table(outcomes: Iterable[Outcome]) -> str:
     groups: dict[tuple[str, str], list[Outcome]] = collections.defaultdict(list)
     for outcome in outcomes:
         groups[(outcome.mode, outcome.dtype)].append(outcome)
-    header = ["mode", "dtype", "entries", *(_HEADINGS[c] for c in COLUMNS),
-              "pass rate (tested)", "pass rate (all)"]
+    header = [
+        "mode",
+        "dtype",
+        "entries",
+        *(_HEADINGS[c] for c in COLUMNS),
+        "pass rate (tested)",
+        "pass rate (all)",
+    ]
     rows = [header]
     for (mode, dtype), group in sorted(groups.items()):
         counts = collections.Counter(o.status for o in group)
-        rows.append([
-            mode, dtype, str(len(group)), *(str(counts[c]) for c in COLUMNS),
-            f"{pass_rate(group):.1f}%", f"{100.0 * counts['pass'] / len(group):.1f}%",
-        ])
+        rows.append(
+            [
+                mode,
+                dtype,
+                str(len(group)),
+                *(str(counts[c]) for c in COLUMNS),
+                f"{pass_rate(group):.1f}%",
+                f"{100.0 * counts['pass'] / len(group):.1f}%",
+            ]
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["| " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths)) + " |"
-             for row in rows]
+    lines = [
+        "| " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths)) + " |" for row in rows
+    ]
     lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
     return "\n".join(lines)
 
@@ -68,9 +86,11 @@ def top_causes(outcomes: Iterable[Outcome], count: int = 15) -> list[tuple[str, 
 
 def format_report(outcomes: list[Outcome], causes: int = 15) -> str:
     lines = ["OpInfo conformance on the neuron backend", "", table(outcomes), ""]
-    lines.append("pass rate (tested) = passed natively / entries not skipped; skipped = not "
-                 "applicable (dtype unsupported, random output, no CPU sample, Dynamo cannot "
-                 "capture the op with any backend)")
+    lines.append(
+        "pass rate (tested) = passed natively / entries not skipped; skipped = not "
+        "applicable (dtype unsupported, random output, no CPU sample, Dynamo cannot "
+        "capture the op with any backend)"
+    )
     top = top_causes(outcomes, causes)
     if top:
         lines += ["", "Top causes of the rest:"]

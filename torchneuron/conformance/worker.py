@@ -46,8 +46,9 @@ def main() -> int:
         if task["entry"].startswith("selftest."):
             outcome = _self_test(task)
         else:
-            outcome = run_entry(task["entry"], task["mode"], task["dtype"],
-                                task.get("samples", DEFAULT_SAMPLES))
+            outcome = run_entry(
+                task["entry"], task["mode"], task["dtype"], task.get("samples", DEFAULT_SAMPLES)
+            )
         results.write(json.dumps(outcome.to_json()) + "\n")
     return 0
 
@@ -63,8 +64,13 @@ def _self_test(task: dict):
         ctypes.string_at(0)  # reads address 0: SIGSEGV, as a native-code bug would
     if kind == "hang":
         time.sleep(3600)
-    return Outcome(task["entry"], task["mode"], task["dtype"], "pass" if kind == "pass" else "error",
-                   "" if kind == "pass" else f"unknown self-test {kind!r}")
+    return Outcome(
+        task["entry"],
+        task["mode"],
+        task["dtype"],
+        "pass" if kind == "pass" else "error",
+        "" if kind == "pass" else f"unknown self-test {kind!r}",
+    )
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ which take precedence and hand the cases they decline to the entry beneath.
 from __future__ import annotations
 
 import functools
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch._decomp import get_decompositions
@@ -26,14 +26,19 @@ EXTRA_DECOMPOSITIONS = [
     aten.max_pool2d_with_indices_backward,
     # torch-mlir has no StableHLO lowering for these; PyTorch's decompositions use ops it has
     # (each checked against its OpInfo entry, which falls back to the CPU without it):
-    aten.addmv,                    # -> mm/mv + add
-    aten.diagonal,                 # -> as_strided view (also trace, linalg.diagonal, quantile)
-    aten.as_strided_copy,          # -> as_strided + clone
-    aten.narrow_copy, aten.view_copy, aten.permute_copy, aten.unbind_copy,  # -> the view + clone
-    aten.adaptive_max_pool3d,      # -> max_pool3d over computed windows
+    aten.addmv,  # -> mm/mv + add
+    aten.diagonal,  # -> as_strided view (also trace, linalg.diagonal, quantile)
+    aten.as_strided_copy,  # -> as_strided + clone
+    aten.narrow_copy,
+    aten.view_copy,
+    aten.permute_copy,
+    aten.unbind_copy,  # -> the view + clone
+    aten.adaptive_max_pool3d,  # -> max_pool3d over computed windows
     aten.max_pool3d_with_indices,  # -> the generic windowed-max decomposition
     # eager mode meets these directly (torch.compile sees the .vec forms, decomposed):
-    aten.upsample_bilinear2d, aten.upsample_bicubic2d, aten.upsample_trilinear3d,  # -> gathers
+    aten.upsample_bilinear2d,
+    aten.upsample_bicubic2d,
+    aten.upsample_trilinear3d,  # -> gathers
 ]
 
 
@@ -41,10 +46,19 @@ EXTRA_DECOMPOSITIONS = [
 # CPU kernels do and as the NeuronCore's engines do (they compute in fp32 and round on
 # write): rounding every step of an accumulation in bfloat16 drifts by several ulp.
 FLOAT32_ACCUMULATION = [
-    aten.cumsum.default, aten.sum.dim_IntList, aten.mean.dim, aten.var.correction,
-    aten.var_mean.correction, aten.std.correction, aten.std_mean.correction,
-    aten.logsumexp.default, aten._softmax.default, aten._log_softmax.default,
-    aten.linalg_cross.default, aten.grid_sampler_2d.default, aten._adaptive_avg_pool3d.default,
+    aten.cumsum.default,
+    aten.sum.dim_IntList,
+    aten.mean.dim,
+    aten.var.correction,
+    aten.var_mean.correction,
+    aten.std.correction,
+    aten.std_mean.correction,
+    aten.logsumexp.default,
+    aten._softmax.default,
+    aten._log_softmax.default,
+    aten.linalg_cross.default,
+    aten.grid_sampler_2d.default,
+    aten._adaptive_avg_pool3d.default,
 ]
 _HALF_TYPES = (torch.bfloat16, torch.float16)
 
@@ -71,11 +85,15 @@ def _in_float32(op, beneath: Callable | None) -> Callable:
         half = {t.dtype for t in tensors}
         if kwargs.get("dtype") is None and len(half) == 1 and half <= set(_HALF_TYPES):
             (dtype,) = half
-            wide = [a.to(torch.float32) if isinstance(a, torch.Tensor) and a.dtype == dtype else a
-                    for a in args]
+            wide = [
+                a.to(torch.float32) if isinstance(a, torch.Tensor) and a.dtype == dtype else a
+                for a in args
+            ]
             result = op(*wide, **kwargs)
-            narrow = [r.to(dtype) if isinstance(r, torch.Tensor) and r.dtype == torch.float32 else r
-                      for r in (result if isinstance(result, (tuple, list)) else [result])]
+            narrow = [
+                r.to(dtype) if isinstance(r, torch.Tensor) and r.dtype == torch.float32 else r
+                for r in (result if isinstance(result, (tuple, list)) else [result])
+            ]
             return tuple(narrow) if isinstance(result, (tuple, list)) else narrow[0]
         if beneath is not None:
             return beneath(*args, **kwargs)

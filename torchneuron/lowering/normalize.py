@@ -6,7 +6,7 @@ form torch-mlir's lowerings handle correctly. Each rule says what it fixes.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.fx
@@ -43,28 +43,41 @@ def _replace_empty_result(node: torch.fx.Node) -> bool:
     # that shape is the whole answer. torch-mlir's lowerings of many ops (gather
     # paths of pooling, scatter, ...) fail on zero-size operands.
     value = node.meta.get("val")
-    if not isinstance(value, torch.Tensor) or value.numel() != 0 or node.target is aten.full.default:
+    if (
+        not isinstance(value, torch.Tensor)
+        or value.numel() != 0
+        or node.target is aten.full.default
+    ):
         return False
     graph = node.graph
     with graph.inserting_before(node):
         constant = graph.call_function(
-            aten.full.default, (list(value.shape), False if value.dtype == torch.bool else 0),
+            aten.full.default,
+            (list(value.shape), False if value.dtype == torch.bool else 0),
             {"dtype": value.dtype, "device": torch.device("cpu")},
         )
-    constant.meta = {k: v for k, v in node.meta.items() if k in ("val", "stack_trace", "tensor_meta")}
+    constant.meta = {
+        k: v for k, v in node.meta.items() if k in ("val", "stack_trace", "tensor_meta")
+    }
     node.replace_all_uses_with(constant)
     return True
 
 
-@normalizes(aten.max_pool2d_with_indices.default, aten.max_pool2d.default,
-            aten.avg_pool2d.default, aten.max_pool1d.default, aten.avg_pool1d.default,
-            aten.max_pool3d_with_indices.default, aten.avg_pool3d.default)
+@normalizes(
+    aten.max_pool2d_with_indices.default,
+    aten.max_pool2d.default,
+    aten.avg_pool2d.default,
+    aten.max_pool1d.default,
+    aten.avg_pool1d.default,
+    aten.max_pool3d_with_indices.default,
+    aten.avg_pool3d.default,
+)
 def _explicit_pool_stride(node: torch.fx.Node) -> None:
     # stride=[] means "same as kernel_size"; torch-mlir's StableHLO lowering
     # reads it as stride 1 and builds an ill-typed reduce_window.
     args = list(node.args)
     if len(args) >= 2 and (len(args) < 3 or not args[2]):
-        if "stride" in node.kwargs and node.kwargs["stride"]:
+        if node.kwargs.get("stride"):
             return
         kernel = args[1]
         stride = list(kernel) if isinstance(kernel, (list, tuple)) else [kernel]
@@ -76,16 +89,21 @@ def _explicit_pool_stride(node: torch.fx.Node) -> None:
         node.kwargs = {k: v for k, v in node.kwargs.items() if k != "stride"}
 
 
-@normalizes(aten.gt.Scalar, aten.ge.Scalar, aten.lt.Scalar, aten.le.Scalar, aten.eq.Scalar,
-            aten.ne.Scalar)
+@normalizes(
+    aten.gt.Scalar, aten.ge.Scalar, aten.lt.Scalar, aten.le.Scalar, aten.eq.Scalar, aten.ne.Scalar
+)
 def _float_scalar_for_float_tensor(node: torch.fx.Node) -> None:
     # An integer Scalar against a float tensor means the same as its float value, but
     # torch-mlir folds such comparisons of constant tensors wrongly (full(2.0) > 1 ->
     # false, full(2.5) >= 2 -> false): a silently wrong program.
     value = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
     other = node.args[1] if len(node.args) > 1 else None
-    if (isinstance(value, torch.Tensor) and value.dtype.is_floating_point
-            and isinstance(other, int) and not isinstance(other, bool)):
+    if (
+        isinstance(value, torch.Tensor)
+        and value.dtype.is_floating_point
+        and isinstance(other, int)
+        and not isinstance(other, bool)
+    ):
         node.args = (node.args[0], float(other), *node.args[2:])
 
 
@@ -95,13 +113,20 @@ def _scalar_tensor_of_a_tensor_element(node: torch.fx.Node) -> None:
     # needs to leave the device (torch-mlir lowers the round trip to tensor.extract and
     # arith ops, which are not StableHLO).
     source = node.args[0] if node.args else None
-    if not (isinstance(source, torch.fx.Node) and source.op == "call_function"
-            and source.target is aten._local_scalar_dense.default):
+    if not (
+        isinstance(source, torch.fx.Node)
+        and source.op == "call_function"
+        and source.target is aten._local_scalar_dense.default
+    ):
         return
     element = source.args[0]
     value = element.meta.get("val") if isinstance(element, torch.fx.Node) else None
     result = node.meta.get("val")
-    if not isinstance(value, torch.Tensor) or value.numel() != 1 or not isinstance(result, torch.Tensor):
+    if (
+        not isinstance(value, torch.Tensor)
+        or value.numel() != 1
+        or not isinstance(result, torch.Tensor)
+    ):
         return
     graph = node.graph
     with graph.inserting_before(node):

@@ -12,7 +12,7 @@ One module per family of ops: ``arithmetic``, ``creation`` (factory ops), ``pool
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -26,8 +26,10 @@ def lowering_rule(*ops: torch._ops.OpOverload) -> Callable[[Rule], Rule]:
     def register(rule: Rule) -> Rule:
         for op in ops:
             if op in LOWERING_RULES:
-                raise ValueError(f"{op} already has a lowering rule "
-                                 f"({LOWERING_RULES[op].__module__}.{LOWERING_RULES[op].__name__})")
+                raise ValueError(
+                    f"{op} already has a lowering rule "
+                    f"({LOWERING_RULES[op].__module__}.{LOWERING_RULES[op].__name__})"
+                )
             LOWERING_RULES[op] = rule
         return rule
 

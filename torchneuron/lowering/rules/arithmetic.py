@@ -93,7 +93,9 @@ def _unsigned_comparison(op):
     def compare(self, other):
         # bool/uint8 <op> bool/uint8 -> int32 <op> int32 (same order, no sign issue)
         other_dtype = other.dtype if isinstance(other, torch.Tensor) else None
-        if self.dtype not in _UNSIGNED or (other_dtype is not None and other_dtype not in _UNSIGNED):
+        if self.dtype not in _UNSIGNED or (
+            other_dtype is not None and other_dtype not in _UNSIGNED
+        ):
             return NotImplemented
         if isinstance(other, torch.Tensor):
             other = other.to(torch.int32)
@@ -106,9 +108,12 @@ def _unsigned_comparison(op):
 
 
 for _tensor_op, _scalar_op in (
-    (aten.eq.Tensor, aten.eq.Scalar), (aten.ne.Tensor, aten.ne.Scalar),
-    (aten.lt.Tensor, aten.lt.Scalar), (aten.le.Tensor, aten.le.Scalar),
-    (aten.gt.Tensor, aten.gt.Scalar), (aten.ge.Tensor, aten.ge.Scalar),
+    (aten.eq.Tensor, aten.eq.Scalar),
+    (aten.ne.Tensor, aten.ne.Scalar),
+    (aten.lt.Tensor, aten.lt.Scalar),
+    (aten.le.Tensor, aten.le.Scalar),
+    (aten.gt.Tensor, aten.gt.Scalar),
+    (aten.ge.Tensor, aten.ge.Scalar),
 ):
     lowering_rule(_tensor_op)(_unsigned_comparison(_tensor_op))
     lowering_rule(_scalar_op)(_unsigned_comparison(_scalar_op))

@@ -16,8 +16,13 @@ aten = torch.ops.aten
 
 def _zeros(size, dtype, layout=None, device=None, pin_memory=None):
     # scalar_tensor + expand, not full: the decomposition of full is empty + fill.
-    zero = aten.scalar_tensor.default(0, dtype=dtype or torch.get_default_dtype(),
-                                      layout=layout, device=device, pin_memory=pin_memory)
+    zero = aten.scalar_tensor.default(
+        0,
+        dtype=dtype or torch.get_default_dtype(),
+        layout=layout,
+        device=device,
+        pin_memory=pin_memory,
+    )
     return aten.clone.default(aten.expand.default(zero, list(size)))
 
 
@@ -34,15 +39,13 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, pin_mem
 
 
 @lowering_rule(aten.empty_permuted.default)
-def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None,
-                   pin_memory=None):
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, pin_memory=None):
     # empty_permuted(size, order) -> full(size, 0)
     return _zeros(size, dtype, layout, device, pin_memory)
 
 
 @lowering_rule(aten.empty_like.default)
-def empty_like(self, *, dtype=None, layout=None, device=None, pin_memory=None,
-               memory_format=None):
+def empty_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
     # empty_like(x) -> full(x.shape, 0)
     return _zeros(self.shape, dtype or self.dtype, layout, device or self.device, pin_memory)
 
@@ -54,7 +57,6 @@ def new_empty(self, size, *, dtype=None, layout=None, device=None, pin_memory=No
 
 
 @lowering_rule(aten.new_empty_strided.default)
-def new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=None,
-                      pin_memory=None):
+def new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=None, pin_memory=None):
     # x.new_empty_strided(size, stride) -> full(size, 0, dtype=x.dtype)
     return _zeros(size, dtype or self.dtype, layout, device or self.device, pin_memory)

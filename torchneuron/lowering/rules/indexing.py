@@ -33,7 +33,7 @@ def unfold(self, dimension, size, step):
     positions = (starts[:, None] + torch.arange(size, device=self.device)[None, :]).reshape(-1)
     picked = torch.index_select(self, dim, positions)
     shape = list(self.shape)
-    shape[dim:dim + 1] = [windows, size]
+    shape[dim : dim + 1] = [windows, size]
     return picked.reshape(shape).movedim(dim + 1, -1)
 
 
@@ -59,8 +59,10 @@ def roll(self, shifts, dims=()):
             continue
         shift %= size
         if shift:
-            result = torch.cat([result.narrow(dim, size - shift, shift),
-                                result.narrow(dim, 0, size - shift)], dim=dim)
+            result = torch.cat(
+                [result.narrow(dim, size - shift, shift), result.narrow(dim, 0, size - shift)],
+                dim=dim,
+            )
     return result.clone() if result is self else result
 
 
@@ -107,7 +109,9 @@ def _dense_scatter_reduce(self, dim, index, src, reduce, include_self):
     positions = torch.arange(targets, device=self.device)
     hits = index_last[..., None, :] == positions[:, None]
     identity = _identity(reduce, self.dtype)
-    spread = torch.where(hits, src_last[..., None, :], torch.full_like(src_last[..., None, :], identity))
+    spread = torch.where(
+        hits, src_last[..., None, :], torch.full_like(src_last[..., None, :], identity)
+    )
     count = hits.sum(-1)
     if reduce in ("sum", "mean"):
         reduced = spread.sum(-1, dtype=self.dtype)
@@ -128,14 +132,20 @@ def _dense_scatter_reduce(self, dim, index, src, reduce, include_self):
             combined = torch.minimum(reduced, self_last)
         if reduce == "mean":
             divisor = (count + 1).to(self.dtype)
-            combined = combined / divisor if self.is_floating_point() else torch.div(
-                combined, divisor, rounding_mode="floor")
+            combined = (
+                combined / divisor
+                if self.is_floating_point()
+                else torch.div(combined, divisor, rounding_mode="floor")
+            )
     else:
         combined = reduced
         if reduce == "mean":
             divisor = torch.clamp(count, min=1).to(self.dtype)
-            combined = combined / divisor if self.is_floating_point() else torch.div(
-                combined, divisor, rounding_mode="floor")
+            combined = (
+                combined / divisor
+                if self.is_floating_point()
+                else torch.div(combined, divisor, rounding_mode="floor")
+            )
     block = torch.where(count > 0, combined, self_last).movedim(-1, dim)
     return _place_block(self, block)
 
@@ -190,11 +200,14 @@ def index_put(self, indices, values, accumulate=False):
     if len(indices) != 1 or indices[0] is None or indices[0].dtype != torch.bool:
         return NotImplemented
     mask = indices[0]
-    rest = list(self.shape[mask.dim():])
+    rest = list(self.shape[mask.dim() :])
     if values.dim() > len(rest) + 1 or (values.dim() == len(rest) + 1 and values.shape[0] != 1):
         return NotImplemented  # one value per selected element: a data-dependent count
-    spread = values.to(self.dtype).reshape(values.shape[-len(rest):] if rest else ()) \
-        if values.dim() == len(rest) + 1 else values.to(self.dtype)
+    spread = (
+        values.to(self.dtype).reshape(values.shape[-len(rest) :] if rest else ())
+        if values.dim() == len(rest) + 1
+        else values.to(self.dtype)
+    )
     selected = mask.reshape(list(mask.shape) + [1] * len(rest))
     if accumulate:
         return self + torch.where(selected, spread, torch.zeros_like(self))
@@ -239,8 +252,9 @@ def cdist(x1, x2, p, compute_mode=None):
 def index_reduce(self, dim, index, source, reduce, *, include_self=True):
     # index_reduce(x, d, i, s) -> scatter_reduce(x, d, i broadcast along d over s, s)
     if self.dim() == 0:
-        result = index_reduce(self.reshape(1), 0, index, source.reshape(1), reduce,
-                              include_self=include_self)
+        result = index_reduce(
+            self.reshape(1), 0, index, source.reshape(1), reduce, include_self=include_self
+        )
         return result if result is NotImplemented else result.reshape(())
     dim = dim % self.dim()
     shape = [1] * source.dim()
@@ -303,8 +317,7 @@ def _histogram_from_edges(self, edges, weight, density):
     position = torch.where(values == edges[-1], torch.full_like(position, bins - 1), position)
     inside = (values >= edges[0]) & (values <= edges[-1])
     hits = (position[:, None] == torch.arange(bins, device=self.device)[None, :]) & inside[:, None]
-    amounts = (weight.reshape(-1).to(self.dtype) if weight is not None
-               else torch.ones_like(values))
+    amounts = weight.reshape(-1).to(self.dtype) if weight is not None else torch.ones_like(values)
     histogram = torch.where(hits, amounts[:, None], torch.zeros_like(amounts)[:, None]).sum(0)
     if density:
         histogram = histogram / (histogram.sum() * (edges[1:] - edges[:-1]))
@@ -342,8 +355,9 @@ def histogram_with_edges(self, bins, *, weight=None, density=False):
 
 
 @lowering_rule(aten.segment_reduce.default)
-def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, axis=0,
-                   unsafe=False, initial=None):
+def segment_reduce(
+    data, reduce, *, lengths=None, indices=None, offsets=None, axis=0, unsafe=False, initial=None
+):
     # segment s holds the elements between the running sums of lengths; one dense
     # (segments x elements) comparison, then an ordinary reduction per segment
     if indices is not None or reduce not in ("sum", "mean", "max", "min", "prod"):
@@ -362,7 +376,7 @@ def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, ax
     segment_of = (ends[None, :] <= torch.arange(elements, device=data.device)[:, None]).sum(-1)
     hits = segment_of[None, :] == torch.arange(segments, device=data.device)[:, None]  # [S, N]
     hits = hits.reshape([segments, elements] + [1] * (moved.dim() - 1))
-    count = hits.sum(1).to(data.dtype)                                                 # [S, 1..]
+    count = hits.sum(1).to(data.dtype)  # [S, 1..]
     kind = {"max": "amax", "min": "amin"}.get(reduce, reduce)
     identity = _identity(kind, data.dtype)
     spread = torch.where(hits, moved.unsqueeze(0), torch.full_like(moved.unsqueeze(0), identity))
@@ -385,6 +399,7 @@ def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, ax
             value = torch.clamp(value, max=initial)
     if reduce == "mean":
         empty_value = initial if initial is not None else math.nan
-        value = torch.where(count > 0, value / torch.clamp(count, min=1),
-                            torch.full_like(value, empty_value))
+        value = torch.where(
+            count > 0, value / torch.clamp(count, min=1), torch.full_like(value, empty_value)
+        )
     return value.movedim(0, axis)

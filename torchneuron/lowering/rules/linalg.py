@@ -31,7 +31,8 @@ UNROLL_LIMIT = 32  # largest matrix dimension unrolled
 
 def _small(*matrices: torch.Tensor) -> bool:
     return all(
-        m.dim() >= 2 and max(m.shape[-1], m.shape[-2]) <= UNROLL_LIMIT
+        m.dim() >= 2
+        and max(m.shape[-1], m.shape[-2]) <= UNROLL_LIMIT
         and m.dtype in (torch.float32, torch.float16, torch.bfloat16)
         for m in matrices
     )
@@ -94,7 +95,7 @@ def _cholesky_lower(a: torch.Tensor):
     for j in range(n):
         v = a[..., :, j]
         if columns:
-            previous = torch.stack(columns, dim=-1)            # [..., n, j]
+            previous = torch.stack(columns, dim=-1)  # [..., n, j]
             v = v - torch.matmul(previous, previous[..., j, :].unsqueeze(-1)).squeeze(-1)
         pivot = v[..., j]
         info = torch.where((info == 0) & ~(pivot > 0), torch.full_like(info, j + 1), info)
@@ -131,8 +132,8 @@ def _solve_lower_left(l: torch.Tensor, b: torch.Tensor, unit: bool) -> torch.Ten
     for i in range(n):
         r = b[..., i, :]
         if rows:
-            solved = torch.stack(rows, dim=-2)                      # [..., i, k]
-            r = r - torch.matmul(l[..., i:i + 1, :i], solved).squeeze(-2)
+            solved = torch.stack(rows, dim=-2)  # [..., i, k]
+            r = r - torch.matmul(l[..., i : i + 1, :i], solved).squeeze(-2)
         rows.append(r if unit else r / l[..., i, i].unsqueeze(-1))
     return torch.stack(rows, dim=-2)
 
@@ -209,21 +210,31 @@ def _lu(a: torch.Tensor):
     info = torch.zeros(a.shape[:-2], dtype=torch.int32, device=a.device)
     for k in range(min(m, n)):
         # pivot: first row >= k with the largest |a[r, k]|
-        candidates = torch.where(rows >= k, torch.abs(lu[..., :, k]), torch.full_like(lu[..., :, k], -1))
-        p = torch.argmax(candidates, dim=-1)                      # [...]
+        candidates = torch.where(
+            rows >= k, torch.abs(lu[..., :, k]), torch.full_like(lu[..., :, k], -1)
+        )
+        p = torch.argmax(candidates, dim=-1)  # [...]
         pivots.append(p.to(torch.int32) + 1)
-        order = torch.where(rows == k, p.unsqueeze(-1), torch.where(rows == p.unsqueeze(-1), k, rows))
+        order = torch.where(
+            rows == k, p.unsqueeze(-1), torch.where(rows == p.unsqueeze(-1), k, rows)
+        )
         lu = torch.gather(lu, -2, order.unsqueeze(-1).expand(lu.shape))
         pivot = lu[..., k, k]
         info = torch.where((info == 0) & (pivot == 0), torch.full_like(info, k + 1), info)
-        multipliers = torch.where(rows > k, lu[..., :, k] / pivot.unsqueeze(-1), torch.zeros_like(lu[..., :, k]))
+        multipliers = torch.where(
+            rows > k, lu[..., :, k] / pivot.unsqueeze(-1), torch.zeros_like(lu[..., :, k])
+        )
         update = multipliers.unsqueeze(-1) * lu[..., k, :].unsqueeze(-2)
         below_right = (rows > k).unsqueeze(-1) & (columns > k).unsqueeze(-2)
         lu = torch.where(below_right, lu - update, lu)
-        lu = torch.where((rows > k).unsqueeze(-1) & (columns == k).unsqueeze(-2),
-                         multipliers.unsqueeze(-1), lu)
-    pivot_tensor = torch.stack(pivots, dim=-1) if pivots else torch.zeros(
-        (*a.shape[:-2], 0), dtype=torch.int32, device=a.device)
+        lu = torch.where(
+            (rows > k).unsqueeze(-1) & (columns == k).unsqueeze(-2), multipliers.unsqueeze(-1), lu
+        )
+    pivot_tensor = (
+        torch.stack(pivots, dim=-1)
+        if pivots
+        else torch.zeros((*a.shape[:-2], 0), dtype=torch.int32, device=a.device)
+    )
     return lu, pivot_tensor, info
 
 
@@ -242,7 +253,9 @@ def _permutation_of(pivots: torch.Tensor, m: int) -> torch.Tensor:
 def _unpack(lu: torch.Tensor, pivots: torch.Tensor):
     m, n = lu.shape[-2], lu.shape[-1]
     k = min(m, n)
-    lower = torch.tril(lu[..., :, :k], diagonal=-1) + torch.eye(m, k, dtype=lu.dtype, device=lu.device)
+    lower = torch.tril(lu[..., :, :k], diagonal=-1) + torch.eye(
+        m, k, dtype=lu.dtype, device=lu.device
+    )
     upper = torch.triu(lu[..., :k, :])
     perm = _permutation_of(pivots, m)
     # P = permutation matrix with A = P L U: P[perm[i], i] = 1
@@ -380,37 +393,54 @@ def _geqrf(a: torch.Tensor):
         column = packed[..., :, k]
         below = rows > k
         alpha = column[..., k]
-        tail_norm = torch.sqrt(torch.where(below, column * column, torch.zeros_like(column)).sum(-1))
+        tail_norm = torch.sqrt(
+            torch.where(below, column * column, torch.zeros_like(column)).sum(-1)
+        )
         norm = torch.sqrt(alpha * alpha + tail_norm * tail_norm)
         beta = torch.where(alpha >= 0, -norm, norm)
         trivial = tail_norm == 0
         safe_beta = torch.where(trivial, torch.ones_like(beta), beta)
         tau = torch.where(trivial, torch.zeros_like(beta), (beta - alpha) / safe_beta)
-        scale = torch.where(trivial, torch.zeros_like(beta), 1 / torch.where(trivial, torch.ones_like(beta), alpha - beta))
-        v = torch.where(rows == k, torch.ones_like(column),
-                        torch.where(below, column * scale.unsqueeze(-1), torch.zeros_like(column)))
+        scale = torch.where(
+            trivial,
+            torch.zeros_like(beta),
+            1 / torch.where(trivial, torch.ones_like(beta), alpha - beta),
+        )
+        v = torch.where(
+            rows == k,
+            torch.ones_like(column),
+            torch.where(below, column * scale.unsqueeze(-1), torch.zeros_like(column)),
+        )
         # H = I - tau v v^T applied to the columns right of k
-        projection = (v.unsqueeze(-1) * packed).sum(-2)                    # [..., n]
+        projection = (v.unsqueeze(-1) * packed).sum(-2)  # [..., n]
         update = (tau.unsqueeze(-1) * v).unsqueeze(-1) * projection.unsqueeze(-2)
         trailing = (columns > k).unsqueeze(-2) & (rows >= k).unsqueeze(-1)
         packed = torch.where(trailing, packed - update, packed)
-        new_column = torch.where(rows == k, torch.where(trivial, alpha, beta).unsqueeze(-1),
-                                 torch.where(below, v, column))
+        new_column = torch.where(
+            rows == k,
+            torch.where(trivial, alpha, beta).unsqueeze(-1),
+            torch.where(below, v, column),
+        )
         packed = torch.where((columns == k).unsqueeze(-2), new_column.unsqueeze(-1), packed)
         taus.append(tau)
     tau = torch.stack(taus, dim=-1) if taus else torch.zeros((*a.shape[:-2], 0), dtype=a.dtype)
     return packed, tau
 
 
-def _apply_reflectors(packed: torch.Tensor, tau: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+def _apply_reflectors(
+    packed: torch.Tensor, tau: torch.Tensor, target: torch.Tensor
+) -> torch.Tensor:
     """H_0 H_1 ... H_{k-1} target, the reflectors stored below the diagonal of ``packed``."""
     m = packed.shape[-2]
     rows = torch.arange(m, device=packed.device)
     result = target
     for k in reversed(range(tau.shape[-1])):
         column = packed[..., :, k]
-        v = torch.where(rows == k, torch.ones_like(column),
-                        torch.where(rows > k, column, torch.zeros_like(column)))
+        v = torch.where(
+            rows == k,
+            torch.ones_like(column),
+            torch.where(rows > k, column, torch.zeros_like(column)),
+        )
         projection = (v.unsqueeze(-1) * result).sum(-2)
         result = result - (tau[..., k].unsqueeze(-1) * v).unsqueeze(-1) * projection.unsqueeze(-2)
     return result

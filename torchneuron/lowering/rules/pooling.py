@@ -44,7 +44,7 @@ def _explicit_padding(sizes, kernel, stride, padding, dilation, ceil_mode):
     outputs, pads = [], []
     for size, k, s, p, d in zip(sizes, kernel, stride, padding, dilation):
         out = _output_size(size, k, s, p, d, ceil_mode)
-        reach = (out - 1) * s + d * (k - 1) + 1   # extent the last window reads
+        reach = (out - 1) * s + d * (k - 1) + 1  # extent the last window reads
         pads.append((p, max(p, reach - size - p)))
         outputs.append(out)
     return outputs, pads
@@ -82,19 +82,33 @@ def _max_pool_with_indices(op, x, kernel_size, stride, padding, dilation, ceil_m
 
 
 @lowering_rule(aten.max_pool2d_with_indices.default)
-def max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1,
-                            ceil_mode=False):
+def max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     # ceil mode -> pad with -inf to the ceil extent, floor mode, indices mapped back
-    return _max_pool_with_indices(aten.max_pool2d_with_indices.default, self, kernel_size,
-                                  stride, padding, dilation, ceil_mode, 2)
+    return _max_pool_with_indices(
+        aten.max_pool2d_with_indices.default,
+        self,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        ceil_mode,
+        2,
+    )
 
 
 @lowering_rule(aten.max_pool3d_with_indices.default)
-def max_pool3d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1,
-                            ceil_mode=False):
+def max_pool3d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     # ceil mode -> pad with -inf to the ceil extent, floor mode, indices mapped back
-    return _max_pool_with_indices(aten.max_pool3d_with_indices.default, self, kernel_size,
-                                  stride, padding, dilation, ceil_mode, 3)
+    return _max_pool_with_indices(
+        aten.max_pool3d_with_indices.default,
+        self,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        ceil_mode,
+        3,
+    )
 
 
 @lowering_rule(aten.max_pool2d.default)
@@ -123,8 +137,9 @@ def _divisors(sizes, outputs, kernel, stride, padding, count_include_pad, like):
     return divisor.to(like.dtype)
 
 
-def _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override,
-              dims):
+def _avg_pool(
+    x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, dims
+):
     if not x.is_floating_point():
         return NotImplemented
     kernel = _expand(kernel_size, dims)
@@ -134,13 +149,14 @@ def _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, div
     outputs, pads = _explicit_padding(sizes, kernel, stride, padding, [1] * dims, ceil_mode)
     unbatched = x.dim() == dims + 1
     batched = x.unsqueeze(0) if unbatched else x
-    leading = list(batched.shape[:-dims - 1])
+    leading = list(batched.shape[: -dims - 1])
     channels = batched.shape[-dims - 1]
     planes = batched.reshape([-1, channels, *sizes])
     padded = _pad(planes, pads, 0.0)
     ones = torch.ones([channels, 1, *kernel], dtype=x.dtype, device=x.device)
-    sums = aten.convolution.default(padded, ones, None, stride, [0] * dims, [1] * dims,
-                                    False, [0] * dims, channels)
+    sums = aten.convolution.default(
+        padded, ones, None, stride, [0] * dims, [1] * dims, False, [0] * dims, channels
+    )
     if divisor_override:
         result = sums / divisor_override
     else:
@@ -150,24 +166,39 @@ def _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, div
 
 
 @lowering_rule(aten.avg_pool2d.default)
-def avg_pool2d(self, kernel_size, stride=(), padding=0, ceil_mode=False,
-               count_include_pad=True, divisor_override=None):
+def avg_pool2d(
+    self,
+    kernel_size,
+    stride=(),
+    padding=0,
+    ceil_mode=False,
+    count_include_pad=True,
+    divisor_override=None,
+):
     # avg_pool2d -> depthwise ones-conv of the padded input / window size
-    return _avg_pool(self, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                     divisor_override, 2)
+    return _avg_pool(
+        self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2
+    )
 
 
 @lowering_rule(aten.avg_pool3d.default)
-def avg_pool3d(self, kernel_size, stride=(), padding=0, ceil_mode=False,
-               count_include_pad=True, divisor_override=None):
+def avg_pool3d(
+    self,
+    kernel_size,
+    stride=(),
+    padding=0,
+    ceil_mode=False,
+    count_include_pad=True,
+    divisor_override=None,
+):
     # avg_pool3d -> depthwise ones-conv of the padded input / window size
-    return _avg_pool(self, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                     divisor_override, 3)
+    return _avg_pool(
+        self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 3
+    )
 
 
 @lowering_rule(aten.avg_pool1d.default)
-def avg_pool1d(self, kernel_size, stride=(), padding=0, ceil_mode=False,
-               count_include_pad=True):
+def avg_pool1d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True):
     # avg_pool1d -> depthwise ones-conv of the padded input / window size
     return _avg_pool(self, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1)
 

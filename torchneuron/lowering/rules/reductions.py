@@ -10,7 +10,7 @@ sort, which lowers to ``stablehlo.sort``, and pick.
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -46,8 +46,12 @@ def _reduce_as_vector(op):
         # op(0-d x, d) -> op(x.reshape(1), 0): the same single value, ranks torch-mlir handles
         if self.dim() != 0:
             return NotImplemented
-        result = op(self.reshape(1), [0] if isinstance(dim, (list, tuple)) or dim is None else 0,
-                    False, **kwargs)
+        result = op(
+            self.reshape(1),
+            [0] if isinstance(dim, (list, tuple)) or dim is None else 0,
+            False,
+            **kwargs,
+        )
         if isinstance(result, tuple):
             return tuple(r.reshape(()) for r in result)
         return result.reshape(())
@@ -56,8 +60,15 @@ def _reduce_as_vector(op):
     return rule
 
 
-for _op in (aten.sum.dim_IntList, aten.mean.dim, aten.amax.default, aten.amin.default,
-            aten.any.dims, aten.all.dims, aten.prod.dim_int):
+for _op in (
+    aten.sum.dim_IntList,
+    aten.mean.dim,
+    aten.amax.default,
+    aten.amin.default,
+    aten.any.dims,
+    aten.all.dims,
+    aten.prod.dim_int,
+):
     lowering_rule(_op)(_reduce_as_vector(_op))
 
 
@@ -91,8 +102,12 @@ def _shift(value: torch.Tensor, dim: int, by: int, fill) -> torch.Tensor:
     return torch.cat([front, value.narrow(dim, 0, length - by)], dim=dim)
 
 
-def scan(values: Sequence[torch.Tensor], dim: int, fills: Sequence,
-         combine: Callable[[Sequence[torch.Tensor], Sequence[torch.Tensor]], Sequence[torch.Tensor]]):
+def scan(
+    values: Sequence[torch.Tensor],
+    dim: int,
+    fills: Sequence,
+    combine: Callable[[Sequence[torch.Tensor], Sequence[torch.Tensor]], Sequence[torch.Tensor]],
+):
     """Inclusive scan of tensors along ``dim``; ``combine(earlier, later)`` must be associative."""
     values = list(values)
     length = values[0].shape[dim] if values[0].dim() else 1
@@ -311,8 +326,8 @@ def sort_stable(self, *, stable=False, dim=-1, descending=False):
         strictly = (~nan_j & nan_i) | ((nan_j == nan_i) & (key_j < key_i))
     equal = (nan_j == nan_i) & (key_j == key_i)
     positions = torch.arange(n, device=self.device)
-    earlier = positions.unsqueeze(0) < positions.unsqueeze(1)   # [i, j]: j < i
-    rank = (strictly | (equal & earlier)).sum(-1)                 # [..., n]
+    earlier = positions.unsqueeze(0) < positions.unsqueeze(1)  # [i, j]: j < i
+    rank = (strictly | (equal & earlier)).sum(-1)  # [..., n]
     order = torch.zeros_like(rank).scatter(-1, rank, positions.expand(rank.shape))
     values = torch.gather(moved, -1, order)
     return values.movedim(-1, dim), order.movedim(-1, dim)
@@ -334,20 +349,24 @@ def mode(self, dim=-1, keepdim=False):
     if moved.is_floating_point():
         high = torch.full_like(moved, math.inf)
     else:
-        high = torch.full_like(moved, torch.iinfo(moved.dtype).max if moved.dtype != torch.bool else True)
+        high = torch.full_like(
+            moved, torch.iinfo(moved.dtype).max if moved.dtype != torch.bool else True
+        )
     value = torch.where(counts == most, moved, high).amin(-1, keepdim=True)
     positions = torch.arange(n, device=self.device).expand(moved.shape)
-    index = torch.where(moved == value, positions, torch.full_like(positions, -1)).amax(-1, keepdim=True)
+    index = torch.where(moved == value, positions, torch.full_like(positions, -1)).amax(
+        -1, keepdim=True
+    )
     value, index = value.movedim(-1, dim), index.movedim(-1, dim)
     if not keepdim:
         value, index = value.squeeze(dim), index.squeeze(dim)
     return value, index
 
 
-
 @lowering_rule(aten.native_batch_norm.default)
-def native_batch_norm_inference(input, weight, bias, running_mean, running_var, training,
-                                momentum, eps):
+def native_batch_norm_inference(
+    input, weight, bias, running_mean, running_var, training, momentum, eps
+):
     # inference: (x - running_mean) / sqrt(running_var + eps) * w + b; the saved statistics
     # are empty (torch-mlir's lowering mistypes those empty results)
     if training or running_mean is None or running_var is None:

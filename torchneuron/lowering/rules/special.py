@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable, Sequence
 from fractions import Fraction
-from typing import Callable, Sequence
 
 import torch
 
@@ -78,8 +78,14 @@ def _nan_like(x):
 # -- gamma family ----------------------------------------------------------------------
 
 # Numerical Recipes 2nd ed. §6.1 (gammln): Lanczos with gamma = 5, N = 6.
-_LANCZOS = (76.18009172947146, -86.50532032941677, 24.01409824083091,
-            -1.231739572450155, 0.1208650973866179e-2, -0.5395239384953e-5)
+_LANCZOS = (
+    76.18009172947146,
+    -86.50532032941677,
+    24.01409824083091,
+    -1.231739572450155,
+    0.1208650973866179e-2,
+    -0.5395239384953e-5,
+)
 
 
 def _lgamma_right(x: torch.Tensor) -> torch.Tensor:
@@ -99,7 +105,9 @@ def _lgamma(x: torch.Tensor) -> torch.Tensor:
     reflected = math.log(math.pi) - torch.log(torch.abs(_sin_pi(x))) - right_value
     result = torch.where(left, reflected, right_value)
     pole = (x <= 0) & (x == torch.floor(x))
-    return torch.where(pole, torch.full_like(x, math.inf), torch.where(torch.isinf(x), torch.abs(x), result))
+    return torch.where(
+        pole, torch.full_like(x, math.inf), torch.where(torch.isinf(x), torch.abs(x), result)
+    )
 
 
 @lowering_rule(aten.lgamma.default)
@@ -146,8 +154,8 @@ def _bernoulli_numbers(count: int) -> list[Fraction]:
 # Euler–Maclaurin tail terms B_2j / (2j)! for j = 1..12.
 _BERNOULLI = _bernoulli_numbers(26)
 _ZETA_TAIL = [float(_BERNOULLI[2 * j] / math.factorial(2 * j)) for j in range(1, 13)]
-_ZETA_DIRECT_TERMS = 9     # terms summed directly before the tail (for q >= 0)
-_ZETA_EXTRA_TERMS = 24     # more direct terms while q + k < 9, for q down to -24
+_ZETA_DIRECT_TERMS = 9  # terms summed directly before the tail (for q >= 0)
+_ZETA_EXTRA_TERMS = 24  # more direct terms while q + k < 9, for q down to -24
 
 
 def _hurwitz_zeta(s: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
@@ -160,8 +168,8 @@ def _hurwitz_zeta(s: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
         total = total + torch.where(k < terms, term, torch.zeros_like(term))
     w = q + torch.clamp(terms, max=_ZETA_DIRECT_TERMS + _ZETA_EXTRA_TERMS)
     total = total + torch.pow(w, 1 - s) / (s - 1) + 0.5 * torch.pow(w, -s)
-    rising = torch.ones_like(s)        # s (s+1) ... (s + 2j - 2)
-    power = torch.pow(w, -s - 1)       # w^(-s - 2j + 1)
+    rising = torch.ones_like(s)  # s (s+1) ... (s + 2j - 2)
+    power = torch.pow(w, -s - 1)  # w^(-s - 2j + 1)
     for j, coefficient in enumerate(_ZETA_TAIL, start=1):
         if j == 1:
             rising = rising * s
@@ -267,8 +275,18 @@ def igammac(a, x):
 # -- error functions -------------------------------------------------------------------
 
 # Numerical Recipes §6.2 (erfcc): erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z/2), z >= 0.
-_ERFC_POLY = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807,
-              -1.13520398, 1.48851587, -0.82215223, 0.17087277)
+_ERFC_POLY = (
+    -1.26551223,
+    1.00002368,
+    0.37409196,
+    0.09678418,
+    -0.18628806,
+    0.27886807,
+    -1.13520398,
+    1.48851587,
+    -0.82215223,
+    0.17087277,
+)
 
 
 def _erfcx_nonnegative(z):
@@ -310,10 +328,28 @@ def log_ndtr(x):
 
 
 # Giles (2011), single precision: erfinv(x) = x * P(w), w = -log((1 - x)(1 + x)).
-_ERFINV_CENTRAL = (1.50140941, 0.246640727, -0.00417768164, -0.00125372503, 0.00021858087,
-                   -4.39150654e-06, -3.5233877e-06, 3.43273939e-07, 2.81022636e-08)
-_ERFINV_TAIL = (2.83297682, 1.00167406, 0.00943887047, -0.0076224613, 0.00573950773,
-                -0.00367342844, 0.00134934322, 0.000100950558, -0.000200214257)
+_ERFINV_CENTRAL = (
+    1.50140941,
+    0.246640727,
+    -0.00417768164,
+    -0.00125372503,
+    0.00021858087,
+    -4.39150654e-06,
+    -3.5233877e-06,
+    3.43273939e-07,
+    2.81022636e-08,
+)
+_ERFINV_TAIL = (
+    2.83297682,
+    1.00167406,
+    0.00943887047,
+    -0.0076224613,
+    0.00573950773,
+    -0.00367342844,
+    0.00134934322,
+    0.000100950558,
+    -0.000200214257,
+)
 
 
 def _erfinv_from(x, w):
@@ -363,16 +399,13 @@ def ndtri(p):
 # -- Bessel functions (Abramowitz & Stegun 9.4, 9.8) --------------------------------------
 
 _J0_SMALL = (1.0, -2.2499997, 1.2656208, -0.3163866, 0.0444479, -0.0039444, 0.0002100)
-_Y0_SMALL = (0.36746691, 0.60559366, -0.74350384, 0.25300117, -0.04261214, 0.00427916,
-             -0.00024846)
+_Y0_SMALL = (0.36746691, 0.60559366, -0.74350384, 0.25300117, -0.04261214, 0.00427916, -0.00024846)
 _F0 = (0.79788456, -0.00000077, -0.00552740, -0.00009512, 0.00137237, -0.00072805, 0.00014476)
-_THETA0 = (-0.78539816, -0.04166397, -0.00003954, 0.00262573, -0.00054125, -0.00029333,
-           0.00013558)
+_THETA0 = (-0.78539816, -0.04166397, -0.00003954, 0.00262573, -0.00054125, -0.00029333, 0.00013558)
 _J1_SMALL = (0.5, -0.56249985, 0.21093573, -0.03954289, 0.00443319, -0.00031761, 0.00001109)
 _Y1_SMALL = (-0.6366198, 0.2212091, 2.1682709, -1.3164827, 0.3123951, -0.0400976, 0.0027873)
 _F1 = (0.79788456, 0.00000156, 0.01659667, 0.00017105, -0.00249511, 0.00113653, -0.00020033)
-_THETA1 = (-2.35619449, 0.12499612, 0.00005650, -0.00637879, 0.00074348, 0.00079824,
-           -0.00029166)
+_THETA1 = (-2.35619449, 0.12499612, 0.00005650, -0.00637879, 0.00074348, 0.00079824, -0.00029166)
 
 
 def _bessel_large(x, f_coefficients, theta_coefficients):
@@ -428,25 +461,41 @@ def bessel_y0(x):
 @_elementwise
 def bessel_y1(x):
     safe = torch.where(x > 0, x, torch.ones_like(x))
-    small = ((2 / math.pi) * safe * torch.log(safe / 2) * _j1(safe)
-             + _horner((safe / 3) ** 2, _Y1_SMALL)) / safe
+    small = (
+        (2 / math.pi) * safe * torch.log(safe / 2) * _j1(safe) + _horner((safe / 3) ** 2, _Y1_SMALL)
+    ) / safe
     amplitude, phase = _bessel_large(torch.clamp(safe, min=3), _F1, _THETA1)
     return _y_domain(x, torch.where(safe <= 3, small, amplitude * torch.sin(phase)))
 
 
 _I0_SMALL = (1.0, 3.5156229, 3.0899424, 1.2067492, 0.2659732, 0.0360768, 0.0045813)
-_I0_LARGE = (0.39894228, 0.01328592, 0.00225319, -0.00157565, 0.00916281, -0.02057706,
-             0.02635537, -0.01647633, 0.00392377)
+_I0_LARGE = (
+    0.39894228,
+    0.01328592,
+    0.00225319,
+    -0.00157565,
+    0.00916281,
+    -0.02057706,
+    0.02635537,
+    -0.01647633,
+    0.00392377,
+)
 _I1_SMALL = (0.5, 0.87890594, 0.51498869, 0.15084934, 0.02658733, 0.00301532, 0.00032411)
-_I1_LARGE = (0.39894228, -0.03988024, -0.00362018, 0.00163801, -0.01031555, 0.02282967,
-             -0.02895312, 0.01787654, -0.00420059)
-_K0_SMALL = (-0.57721566, 0.42278420, 0.23069756, 0.03488590, 0.00262698, 0.00010750,
-             0.00000740)
-_K0_LARGE = (1.25331414, -0.07832358, 0.02189568, -0.01062446, 0.00587872, -0.00251540,
-             0.00053208)
+_I1_LARGE = (
+    0.39894228,
+    -0.03988024,
+    -0.00362018,
+    0.00163801,
+    -0.01031555,
+    0.02282967,
+    -0.02895312,
+    0.01787654,
+    -0.00420059,
+)
+_K0_SMALL = (-0.57721566, 0.42278420, 0.23069756, 0.03488590, 0.00262698, 0.00010750, 0.00000740)
+_K0_LARGE = (1.25331414, -0.07832358, 0.02189568, -0.01062446, 0.00587872, -0.00251540, 0.00053208)
 _K1_SMALL = (1.0, 0.15443144, -0.67278579, -0.18156897, -0.01919402, -0.00110404, -0.00004686)
-_K1_LARGE = (1.25331414, 0.23498619, -0.03655620, 0.01504268, -0.00780353, 0.00325614,
-             -0.00068245)
+_K1_LARGE = (1.25331414, 0.23498619, -0.03655620, 0.01504268, -0.00780353, 0.00325614, -0.00068245)
 
 
 def _scaled_i(x, small_coefficients, large_coefficients, odd: bool):
@@ -571,7 +620,6 @@ def hypot(a, b):
     return torch.where(torch.isinf(a) | torch.isinf(b), torch.full_like(value, math.inf), value)
 
 
-
 @lowering_rule(aten.frexp.Tensor)
 def frexp(self):
     # x = m 2^e with 0.5 <= |m| < 1: e from log2, corrected by one where rounding missed
@@ -585,8 +633,12 @@ def frexp(self):
     # 2^-e as two halves, so that neither overflows for exponents near the range ends
     half = torch.floor(exponent / 2)
     mantissa = safe * torch.exp2(-half) * torch.exp2(-(exponent - half))
-    exponent = torch.where(mantissa >= 1, exponent + 1, torch.where(mantissa < 0.5, exponent - 1, exponent))
-    mantissa = torch.where(mantissa >= 1, mantissa / 2, torch.where(mantissa < 0.5, mantissa * 2, mantissa))
+    exponent = torch.where(
+        mantissa >= 1, exponent + 1, torch.where(mantissa < 0.5, exponent - 1, exponent)
+    )
+    mantissa = torch.where(
+        mantissa >= 1, mantissa / 2, torch.where(mantissa < 0.5, mantissa * 2, mantissa)
+    )
     mantissa = torch.where(finite_nonzero, torch.sign(x) * mantissa, x)
     exponent = torch.where(finite_nonzero, exponent, torch.zeros_like(exponent))
     return mantissa.to(self.dtype), exponent.to(torch.int32)
@@ -618,7 +670,9 @@ def _polynomial(step, first, second, closed_form=None):
         degree = n.to(torch.int64)
         value = _by_recurrence(x, degree, first(x), second(x), step)
         if closed_form is not None:
-            value = torch.where(degree >= RECURRENCE_DEGREES, closed_form(x, degree.to(x.dtype)), value)
+            value = torch.where(
+                degree >= RECURRENCE_DEGREES, closed_form(x, degree.to(x.dtype)), value
+            )
         return value
 
     return _elementwise(compute)
@@ -636,36 +690,49 @@ def _chebyshev_closed(kind):
             return torch.where(inside, torch.cos(n * t), flip * torch.cosh(n * u))
         if kind == "u":
             # U_n(-x) = (-1)^n U_n(x)
-            return torch.where(inside, torch.sin((n + 1) * t) / torch.sin(t),
-                               flip * torch.sinh((n + 1) * u) / torch.sinh(u))
+            return torch.where(
+                inside,
+                torch.sin((n + 1) * t) / torch.sin(t),
+                flip * torch.sinh((n + 1) * u) / torch.sinh(u),
+            )
         return _nan_like(x)
 
     return closed
 
 
-_CHEBYSHEV_STEP = lambda k, x, current, previous: 2 * x * current - previous  # noqa: E731
+_CHEBYSHEV_STEP = lambda k, x, current, previous: 2 * x * current - previous
 
 _POLYNOMIALS = {
     aten.special_chebyshev_polynomial_t.default: _polynomial(
-        _CHEBYSHEV_STEP, torch.ones_like, lambda x: x, _chebyshev_closed("t")),
+        _CHEBYSHEV_STEP, torch.ones_like, lambda x: x, _chebyshev_closed("t")
+    ),
     aten.special_chebyshev_polynomial_u.default: _polynomial(
-        _CHEBYSHEV_STEP, torch.ones_like, lambda x: 2 * x, _chebyshev_closed("u")),
+        _CHEBYSHEV_STEP, torch.ones_like, lambda x: 2 * x, _chebyshev_closed("u")
+    ),
     aten.special_chebyshev_polynomial_v.default: _polynomial(
-        _CHEBYSHEV_STEP, torch.ones_like, lambda x: 2 * x - 1),
+        _CHEBYSHEV_STEP, torch.ones_like, lambda x: 2 * x - 1
+    ),
     aten.special_chebyshev_polynomial_w.default: _polynomial(
-        _CHEBYSHEV_STEP, torch.ones_like, lambda x: 2 * x + 1),
+        _CHEBYSHEV_STEP, torch.ones_like, lambda x: 2 * x + 1
+    ),
     aten.special_hermite_polynomial_h.default: _polynomial(
         lambda k, x, current, previous: 2 * x * current - 2 * k * previous,
-        torch.ones_like, lambda x: 2 * x),
+        torch.ones_like,
+        lambda x: 2 * x,
+    ),
     aten.special_hermite_polynomial_he.default: _polynomial(
-        lambda k, x, current, previous: x * current - k * previous,
-        torch.ones_like, lambda x: x),
+        lambda k, x, current, previous: x * current - k * previous, torch.ones_like, lambda x: x
+    ),
     aten.special_laguerre_polynomial_l.default: _polynomial(
         lambda k, x, current, previous: ((2 * k + 1 - x) * current - k * previous) / (k + 1),
-        torch.ones_like, lambda x: 1 - x),
+        torch.ones_like,
+        lambda x: 1 - x,
+    ),
     aten.special_legendre_polynomial_p.default: _polynomial(
         lambda k, x, current, previous: ((2 * k + 1) * x * current - k * previous) / (k + 1),
-        torch.ones_like, lambda x: x),
+        torch.ones_like,
+        lambda x: x,
+    ),
 }
 
 
@@ -677,16 +744,22 @@ def _shifted(polynomial):
     return compute
 
 
-_POLYNOMIALS.update({
-    aten.special_shifted_chebyshev_polynomial_t.default: _shifted(
-        _POLYNOMIALS[aten.special_chebyshev_polynomial_t.default]),
-    aten.special_shifted_chebyshev_polynomial_u.default: _shifted(
-        _POLYNOMIALS[aten.special_chebyshev_polynomial_u.default]),
-    aten.special_shifted_chebyshev_polynomial_v.default: _shifted(
-        _POLYNOMIALS[aten.special_chebyshev_polynomial_v.default]),
-    aten.special_shifted_chebyshev_polynomial_w.default: _shifted(
-        _POLYNOMIALS[aten.special_chebyshev_polynomial_w.default]),
-})
+_POLYNOMIALS.update(
+    {
+        aten.special_shifted_chebyshev_polynomial_t.default: _shifted(
+            _POLYNOMIALS[aten.special_chebyshev_polynomial_t.default]
+        ),
+        aten.special_shifted_chebyshev_polynomial_u.default: _shifted(
+            _POLYNOMIALS[aten.special_chebyshev_polynomial_u.default]
+        ),
+        aten.special_shifted_chebyshev_polynomial_v.default: _shifted(
+            _POLYNOMIALS[aten.special_chebyshev_polynomial_v.default]
+        ),
+        aten.special_shifted_chebyshev_polynomial_w.default: _shifted(
+            _POLYNOMIALS[aten.special_chebyshev_polynomial_w.default]
+        ),
+    }
+)
 
 
 def _polynomial_rule(op, polynomial):
