@@ -59,6 +59,8 @@ FLOAT32_ACCUMULATION = [
     aten.linalg_cross.default,
     aten.grid_sampler_2d.default,
     aten._adaptive_avg_pool3d.default,
+    aten.native_group_norm.default,
+    aten.native_layer_norm.default,
 ]
 _HALF_TYPES = (torch.bfloat16, torch.float16)
 
@@ -81,18 +83,21 @@ def _in_float32(op, beneath: Callable | None) -> Callable:
     """``op`` on half-precision inputs computed in float32, the result rounded back."""
 
     def upcast_or_beneath(*args, **kwargs):
-        tensors = [a for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()]
-        half = {t.dtype for t in tensors}
-        if kwargs.get("dtype") is None and len(half) == 1 and half <= set(_HALF_TYPES):
+        floating = [a for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()]
+        half = {t.dtype for t in floating if t.dtype in _HALF_TYPES}
+        # other floating operands may only be 0-d (Python scalars lifted to tensors)
+        others_scalar = all(t.dim() == 0 for t in floating if t.dtype not in _HALF_TYPES)
+        if kwargs.get("dtype") is None and len(half) == 1 and others_scalar:
             (dtype,) = half
             wide = [
                 a.to(torch.float32) if isinstance(a, torch.Tensor) and a.dtype == dtype else a
                 for a in args
             ]
             result = op(*wide, **kwargs)
+            results = result if isinstance(result, (tuple, list)) else [result]
             narrow = [
                 r.to(dtype) if isinstance(r, torch.Tensor) and r.dtype == torch.float32 else r
-                for r in (result if isinstance(result, (tuple, list)) else [result])
+                for r in results
             ]
             return tuple(narrow) if isinstance(result, (tuple, list)) else narrow[0]
         if beneath is not None:
