@@ -26,3 +26,4 @@ from torchneuron.device import autoload as _autoload_device  # noqa: E402
 from torchneuron.device import get_fallback_ops  # noqa: E402,F401
 
 _autoload_device()
+from torchneuron import profiler  # noqa: E402,F401

@@ -64,8 +64,8 @@ def test_xla_keeps_its_threads_by_default(monkeypatch):
 
 
 def test_unknown_executor():
-    with pytest.raises(NeuronRuntimeError, match="unknown executor 'null'; available: xla"):
-        get_executor("null")
+    with pytest.raises(NeuronRuntimeError, match="unknown executor 'bogus'; available: null, xla"):
+        get_executor("bogus")
 
 
 def test_cache_capacity_evicts_least_recently_used():
