@@ -408,7 +408,23 @@ at::Tensor host_alias(const at::Tensor& device_tensor, bool resizable) {
   at::Tensor alias = at::empty({0}, options);
   alias.set_(host_storage, device_tensor.storage_offset(), device_tensor.sizes(),
              device_tensor.strides());
+  // A lazily conjugated or negated view reads as such on the host too.
+  alias._set_conj(device_tensor.is_conj());
+  alias._set_neg(device_tensor.is_neg());
   return alias;
+}
+
+// The host data a compiled program reads for `tensor`: its alias when that is
+// dense and plain, else a contiguous host copy with conjugation/negation applied.
+at::Tensor host_input(const at::Tensor& tensor) {
+  at::Tensor host = host_alias(tensor, false);
+  if (host.is_conj() || host.is_neg()) {
+    host = host.resolve_conj().resolve_neg();
+  }
+  if (!host.is_contiguous()) {
+    host = host.contiguous();
+  }
+  return host;
 }
 
 at::ScalarType neuron_dtype_or_default(std::optional<at::ScalarType> dtype) {
@@ -549,6 +565,19 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("view_as_complex", TORCH_FN(at::native::view_as_complex));
 }
 
+// A conjugated or negated source reaches the transfer itself (which applies the
+// bit through the CPU copy kernel). Materialising it first, as the default
+// fallback does, would call the transfer again with the same source, forever.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+
 bool g_hooks_registered = false;
 
 }  // namespace
@@ -596,6 +625,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("host_alias", &host_alias,
         "CPU tensor aliasing a neuron tensor's bytes (same sizes, strides, offset).",
         pybind11::arg("tensor"), pybind11::arg("resizable") = false);
+  m.def("host_input", &host_input,
+        "Dense host data of a neuron tensor: its alias, or a resolved contiguous copy.",
+        pybind11::arg("tensor"));
   m.def("resize_storage_bytes", [](const at::Tensor& tensor, size_t nbytes) {
     resize_storage_bytes(tensor.storage(), nbytes);
   });

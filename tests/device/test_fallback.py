@@ -37,6 +37,52 @@ def test_fallback_writes_in_place_and_out_results_back():
     torch.testing.assert_close(out.cpu(), expected)
 
 
+_test_library = torch.library.Library("torchneuron_test", "DEF")
+_test_library.define("bump_(Tensor(a!) x, float amount) -> ()")
+_test_library.define("halve_(Tensor(a!) x) -> Tensor(a!)")
+
+
+def _bump(x, amount):
+    x.add_(amount)
+
+
+def _halve(x):
+    return x.mul_(0.5)
+
+
+_test_library.impl("bump_", _bump, "CPU")
+_test_library.impl("halve_", _halve, "CPU")
+
+
+def test_fallback_writes_in_place_results_back_into_device_tensors():
+    # An op no lowering will ever cover: a CPU-only custom op that mutates its argument.
+    x = torch.arange(6.0, device="neuron")
+    view = x[2:5]  # a strided view: the write must land in the base's memory
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.ops.torchneuron_test.bump_(view, 10.0)
+        returned = torch.ops.torchneuron_test.halve_(x)
+    assert returned is x
+    assert x.cpu().tolist() == [0.0, 0.5, 6.0, 6.5, 7.0, 2.5]
+    assert "torchneuron_test::bump_" in torchneuron.get_fallback_ops()
+
+
+def test_complex_results_of_fallback_ops_copy_back_with_their_conjugate_bit():
+    signal = torch.randn(8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        spectrum = torch.fft.ifft(signal.to("neuron"))  # a lazily conjugated result
+        torch.testing.assert_close(spectrum.cpu(), torch.fft.ifft(signal))
+        torch.testing.assert_close(torch.fft.irfft(torch.fft.rfft(signal.to("neuron"))).cpu(),
+                                   torch.fft.irfft(torch.fft.rfft(signal)))
+    z = torch.randn(3, 3, dtype=torch.complex64)
+    on_device = z.to("neuron")
+    assert torch.equal(on_device.conj().cpu(), z.conj())
+    assert torch.equal(torch.imag(on_device.conj()).cpu(), torch.imag(z.conj()))  # negative bit
+    torch.testing.assert_close((on_device.mH @ on_device).cpu(), z.mH @ z)
+    torch.testing.assert_close((torch.imag(on_device.conj()) + 1).cpu(), torch.imag(z.conj()) + 1)
+
+
 def test_no_fallback_switch_makes_it_an_error_naming_the_op(monkeypatch):
     monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
     x = torch.rand(3, device="neuron")

@@ -87,9 +87,10 @@ def _numpy_dtype(dtype: torch.dtype) -> np.dtype:
 
 def to_numpy(tensor: torch.Tensor) -> np.ndarray:
     """Zero-copy numpy view of a neuron tensor's data (a copy only if not contiguous)."""
-    host = _C.host_alias(tensor) if tensor.device.type == DEVICE_TYPE else tensor.detach()
-    if not host.is_contiguous():
-        host = host.contiguous()
+    if tensor.device.type == DEVICE_TYPE:
+        host = _C.host_input(tensor)
+    else:
+        host = tensor.detach().resolve_conj().resolve_neg().contiguous()
     via = _numpy_via_int.get(host.dtype)
     if via is not None:
         return host.view(via).numpy().view(_numpy_dtype(host.dtype))
