@@ -44,17 +44,27 @@ def test_out_of_memory_raises_torch_oom_and_device_recovers(monkeypatch):
 
 def test_op_output_that_does_not_fit_raises_oom(monkeypatch):
     monkeypatch.setenv("TORCHNEURON_HBM_BYTES_PER_CORE", "8MiB")
-    # Running an op also charges its input and output buffers while it runs
-    x = torch.ones(384 * 1024, device="neuron")  # 1.5 MiB
+    x = torch.ones(768 * 1024, device="neuron")  # 3 MiB
     with pytest.raises(torch.OutOfMemoryError):
-        torch.cat([x, x, x])
+        torch.cat([x, x, x])  # 9 MiB more
     del x
     gc.collect()
     assert (torch.ones(4, device="neuron") * 2).cpu().tolist() == [2.0] * 4
 
 
+def test_an_op_on_device_tensors_is_charged_once(monkeypatch):
+    # Inputs and outputs of a per-op program are device tensors, accounted as such;
+    # the execution adds nothing for them (3 MiB in + 3 MiB out fit in 8 MiB).
+    monkeypatch.setenv("TORCHNEURON_HBM_BYTES_PER_CORE", "8MiB")
+    x = torch.ones(768 * 1024, device="neuron")
+    torch.neuron.reset_peak_memory_stats()
+    y = x + 1
+    assert y[:2].cpu().tolist() == [2.0, 2.0]
+    assert torch.neuron.max_memory_allocated() <= 6 * 1024 * 1024 + 4096
+
+
 def test_storages_freed_by_the_garbage_collector_are_given_back():
-    # The collector can run inside the HBM allocator's lock; frees it triggers are queued.
+    # The collector can run inside the HBM allocator's own update; frees it triggers are deferred.
     from tests.device.conftest import run_python
 
     code = (

@@ -231,3 +231,45 @@ def test_execute_oom_leaves_weights_loaded_and_runtime_usable(monkeypatch):
     big_io.unload()
     resident_small.unload()
     assert hbm.allocated == 0
+
+
+class _FreeingDict(dict):
+    """Blocks table that frees another block while an update is half done.
+
+    Stands for the garbage collector running a finalizer (a tensor storage or a
+    loaded program dying) inside the allocator's critical section.
+    """
+
+    def __init__(self, allocator, victims):
+        super().__init__()
+        self.allocator = allocator
+        self.victims = victims
+
+    def __setitem__(self, key, value):
+        if self.victims:
+            self.allocator.free(self.victims.pop())
+        super().__setitem__(key, value)
+
+
+def test_free_from_inside_an_allocation_is_deferred_not_deadlocked():
+    import threading
+
+    hbm = HbmAllocator(capacity=10 * 1024, core_description="test core")
+    first = hbm.allocate(1024, "first")
+    second = hbm.allocate(2048, "second")
+    victims = [first, second]
+    table = _FreeingDict(hbm, victims)
+    table.update(hbm._blocks)
+    hbm._blocks = table
+    results = []
+    worker = threading.Thread(target=lambda: results.append(hbm.allocate(4096, "third")))
+    worker.start()
+    worker.join(timeout=10)
+    assert not worker.is_alive(), "allocate deadlocked on a re-entrant free"
+    # Only the interrupted free was deferred; it was carried out before allocate returned.
+    assert [tag for _, _, tag in hbm.live_allocations()] == ["first", "third"]
+    assert hbm.allocated == 1024 + 4096
+    assert hbm.stats()["allocation.all.freed"] == 1
+    hbm.allocate(1024, "fourth")  # triggers the second re-entrant free
+    assert hbm.allocated == 4096 + 1024
+    assert [tag for _, _, tag in hbm.live_allocations()] == ["third", "fourth"]

@@ -162,11 +162,14 @@ class NeuronGraphFunction:
         device = _first_device(args)
         # None stands for an effect token (AOTAutograd threads one through ops such as
         # linalg's error checks); the program takes it as an empty tensor.
+        on_device = device.type == "neuron"
+        convert = _device_to_numpy() if on_device else tensors.to_numpy
         arrays = [
-            tensors.to_numpy(a) if a is not None else self._empty_input(i)
+            convert(a) if a is not None else self._empty_input(i)
             for i, a in enumerate(args)
         ]
-        results = self.loaded.execute(arrays)
+        # Neuron tensors in and out are charged to HBM as tensors already.
+        results = self.loaded.execute(arrays, resident=on_device)
         produced = iter(results)
         outputs = []
         for i in range(self.output_count):
@@ -237,6 +240,12 @@ def _has_symbolic_inputs(gm: torch.fx.GraphModule) -> bool:
         ):
             return True
     return False
+
+
+def _device_to_numpy():
+    from torchneuron.device.dispatch import to_numpy
+
+    return to_numpy
 
 
 def _first_device(args) -> torch.device:

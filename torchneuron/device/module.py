@@ -232,10 +232,8 @@ def set_rng_state_all(new_states: list[torch.Tensor]) -> None:
 
 
 def _hbm(device: Any):
-    from torchneuron.device.memory import release_pending
     from torchneuron.runtime import get_core
 
-    release_pending()
     return get_core(_index(device)).hbm
 
 

@@ -293,11 +293,16 @@ class LoadedNeff:
     def is_loaded(self) -> bool:
         return self._finalizer.alive
 
-    def execute(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    def execute(self, inputs: Sequence[np.ndarray], *, resident: bool = False) -> list[np.ndarray]:
         """Run the program on ``inputs`` (numpy arrays, in def.json order).
 
         Shapes and dtypes must match exactly; nothing is converted. Returns one new,
         writable numpy array per output, with the declared dtypes.
+
+        The execution is charged to the core's HBM for its temporaries, and for its
+        input and output buffers unless ``resident``: then the inputs already live in
+        device memory and the outputs are written into device tensors the caller
+        allocated (the ``neuron`` device), which are accounted already.
         """
         if len(inputs) != self._input_count:
             raise NeuronRuntimeError(
@@ -313,7 +318,8 @@ class LoadedNeff:
         if not self._finalizer.alive:
             raise NeuronRuntimeError(f"{self.label} was unloaded from {self.core.description}")
         hbm = self.core.hbm
-        handle = hbm.allocate(self.execution_bytes + self.temporaries_bytes, self._execution_tag)
+        charge = self.temporaries_bytes if resident else self.execution_bytes + self.temporaries_bytes
+        handle = hbm.allocate(charge, self._execution_tag) if charge else None
         try:
             if not _EXECUTE_HOOKS:
                 return self._run(inputs)
@@ -321,7 +327,8 @@ class LoadedNeff:
             outputs = self._run(inputs)
             seconds = time.perf_counter() - start
         finally:
-            hbm.free(handle)
+            if handle is not None:
+                hbm.free(handle)
         for hook in tuple(_EXECUTE_HOOKS):
             hook(self, start, seconds)
         return outputs

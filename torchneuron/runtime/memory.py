@@ -16,6 +16,7 @@ and ``num_alloc_retries`` stays 0. Fragmentation is not modelled.
 from __future__ import annotations
 
 import threading
+import warnings
 from typing import Any
 
 from torchneuron.runtime.errors import NeuronOutOfMemoryError, NeuronRuntimeError
@@ -45,6 +46,11 @@ class HbmAllocator:
     ``allocate`` returns an integer handle that ``free`` takes back. An allocation
     that does not fit raises ``NeuronOutOfMemoryError`` and changes nothing but the
     OOM counter, so the caller may free memory and retry.
+
+    Frees may arrive re-entrantly: the garbage collector can run a finalizer that
+    frees device memory (a tensor's storage, a loaded program's weights) in the
+    middle of this thread's own ``allocate``. Such a free is deferred to the end of
+    the section it interrupted instead of deadlocking or tearing its update.
     """
 
     def __init__(self, capacity: int, core_description: str) -> None:
@@ -52,7 +58,9 @@ class HbmAllocator:
             raise ValueError(f"HBM capacity must be >= 0 bytes, got {capacity}")
         self._capacity = int(capacity)
         self._core_description = core_description
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._busy = False  # this lock's holder is in the middle of an update
+        self._deferred: list[int] = []
         # handle -> (bytes charged after rounding, bytes requested, tag)
         self._blocks: dict[int, tuple[int, int, str]] = {}
         self._next_handle = 1
@@ -104,42 +112,88 @@ class HbmAllocator:
             raise ValueError(f"cannot allocate a negative number of bytes ({nbytes}) for {tag!r}")
         charged = -(-nbytes // ALLOCATION_GRANULARITY) * ALLOCATION_GRANULARITY
         with self._lock:
-            allocated = self._allocated + charged
-            if allocated > self._capacity:
-                self._num_ooms += 1
-                raise NeuronOutOfMemoryError(self._oom_message(nbytes, tag))
-            handle = self._next_handle
-            self._next_handle = handle + 1
-            self._blocks[handle] = (charged, nbytes, tag)
-            self._allocated = allocated
-            self._requested += nbytes
-            self._total_allocated += charged
-            self._total_requested += nbytes
-            self._num_allocs += 1
-            self._peak_allocated = max(self._peak_allocated, allocated)
-            self._peak_requested = max(self._peak_requested, self._requested)
-            self._peak_blocks = max(self._peak_blocks, len(self._blocks))
+            if self._deferred and not self._busy:
+                self._release_deferred()
+            self._busy = True
+            try:
+                allocated = self._allocated + charged
+                if allocated > self._capacity:
+                    self._num_ooms += 1
+                    raise NeuronOutOfMemoryError(self._oom_message(nbytes, tag))
+                handle = self._next_handle
+                self._next_handle = handle + 1
+                self._blocks[handle] = (charged, nbytes, tag)
+                self._allocated = allocated
+                self._requested += nbytes
+                self._total_allocated += charged
+                self._total_requested += nbytes
+                self._num_allocs += 1
+                if allocated > self._peak_allocated:
+                    self._peak_allocated = allocated
+                if self._requested > self._peak_requested:
+                    self._peak_requested = self._requested
+                if len(self._blocks) > self._peak_blocks:
+                    self._peak_blocks = len(self._blocks)
+            finally:
+                self._busy = False
+            if self._deferred:
+                self._release_deferred()
         return handle
 
     def free(self, handle: int) -> None:
         """Return an allocation; NeuronRuntimeError if ``handle`` is not live."""
         with self._lock:
-            block = self._blocks.pop(handle, None)
-            if block is None:
-                raise NeuronRuntimeError(
-                    f"{self._core_description}: HBM handle {handle} is not a live allocation "
-                    "(freed twice, or from another core)"
-                )
-            charged, nbytes, _tag = block
-            self._allocated -= charged
-            self._requested -= nbytes
-            self._total_freed += charged
-            self._total_requested_freed += nbytes
-            self._num_frees += 1
+            if self._busy:
+                # Re-entered from this thread's own update (a finalizer run by the
+                # garbage collector there): give it back when that update is done.
+                self._deferred.append(handle)
+                return
+            self._busy = True
+            try:
+                block = self._blocks.pop(handle, None)
+                if block is None:
+                    raise NeuronRuntimeError(
+                        f"{self._core_description}: HBM handle {handle} is not a live allocation "
+                        "(freed twice, or from another core)"
+                    )
+                self._account_free(block)
+            finally:
+                self._busy = False
+            if self._deferred:
+                self._release_deferred()
+
+    def _account_free(self, block: tuple[int, int, str]) -> None:
+        charged, nbytes, _tag = block
+        self._allocated -= charged
+        self._requested -= nbytes
+        self._total_freed += charged
+        self._total_requested_freed += nbytes
+        self._num_frees += 1
+
+    def _release_deferred(self) -> None:
+        """Carry out the frees deferred during an update (lock held, not busy)."""
+        self._busy = True
+        try:
+            while self._deferred:
+                handle = self._deferred.pop()
+                block = self._blocks.pop(handle, None)
+                if block is None:
+                    warnings.warn(
+                        f"{self._core_description}: a deferred free of HBM handle {handle} named "
+                        "no live allocation (freed twice?); ignored",
+                        RuntimeWarning,
+                        stacklevel=2,
+                    )
+                    continue
+                self._account_free(block)
+        finally:
+            self._busy = False
 
     def reset_peak(self) -> None:
         """Restart peak tracking from the current usage."""
         with self._lock:
+            if self._deferred and not self._busy:
+                self._release_deferred()
             self._peak_allocated = self._allocated
             self._peak_requested = self._requested
             self._peak_blocks = len(self._blocks)
@@ -147,11 +201,15 @@ class HbmAllocator:
     def live_allocations(self) -> list[tuple[int, int, str]]:
         """``(handle, bytes charged, tag)`` of every live allocation, oldest first."""
         with self._lock:
+            if self._deferred and not self._busy:
+                self._release_deferred()
             return [(handle, block[0], block[2]) for handle, block in self._blocks.items()]
 
     def stats(self) -> dict[str, Any]:
         """Counters under ``torch.cuda.memory_stats`` key names, plus ``capacity_bytes``."""
         with self._lock:
+            if self._deferred and not self._busy:
+                self._release_deferred()
             stats: dict[str, Any] = {}
             for prefix in ("allocated_bytes", "reserved_bytes", "active_bytes"):
                 stats[f"{prefix}.all.current"] = self._allocated
