@@ -30,6 +30,7 @@
 #include <c10/core/Allocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/csrc/Generator.h>
+#include <torch/csrc/utils/tensor_numpy.h>
 
 #include <array>
 #include <atomic>
@@ -37,7 +38,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 namespace torchneuron {
 namespace {
@@ -427,6 +430,99 @@ at::Tensor host_input(const at::Tensor& tensor) {
   return host;
 }
 
+// ---------------------------------------------------------------------------
+// Program inputs and outputs (the per-op hot path)
+// ---------------------------------------------------------------------------
+
+// Dtypes numpy lacks travel as same-width integers, viewed as ml_dtypes on the
+// Python side: scalar type -> (integer carrier, ml_dtypes numpy dtype).
+struct NumpyView {
+  at::ScalarType carrier;
+  PyObject* numpy_dtype;  // owned reference, kept for the process
+};
+std::unordered_map<int, NumpyView> g_numpy_views;
+
+void register_numpy_view(at::ScalarType dtype, at::ScalarType carrier, pybind11::object numpy_dtype) {
+  if (g_numpy_views.count(static_cast<int>(dtype)) > 0) {
+    return;
+  }
+  g_numpy_views[static_cast<int>(dtype)] = NumpyView{carrier, numpy_dtype.release().ptr()};
+}
+
+// Numpy arrays over the host data of `tensors` (zero-copy where dense and plain).
+pybind11::list host_arrays(const std::vector<at::Tensor>& tensors) {
+  pybind11::list arrays(tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const at::Tensor& tensor = tensors[i];
+    // A CPU operand (a 0-d tensor standing for a scalar) may require grad.
+    at::Tensor host = host_input(tensor.device().type() == kNeuron ? tensor : tensor.detach());
+    auto view = g_numpy_views.find(static_cast<int>(host.scalar_type()));
+    if (view == g_numpy_views.end()) {
+      arrays[i] = pybind11::reinterpret_steal<pybind11::object>(torch::utils::tensor_to_numpy(host));
+    } else {
+      auto carrier = pybind11::reinterpret_steal<pybind11::object>(
+          torch::utils::tensor_to_numpy(host.view(view->second.carrier)));
+      arrays[i] = carrier.attr("view")(pybind11::handle(view->second.numpy_dtype));
+    }
+  }
+  return arrays;
+}
+
+// A CPU tensor over a numpy array's memory (arrays of ml_dtypes through their carrier).
+at::Tensor tensor_over_array(const pybind11::handle& array, at::ScalarType expected) {
+  auto view = g_numpy_views.find(static_cast<int>(expected));
+  if (view == g_numpy_views.end()) {
+    return torch::utils::tensor_from_numpy(array.ptr(), /*warn_if_not_writeable=*/false);
+  }
+  pybind11::object dtype = array.attr("dtype");
+  TORCH_CHECK(dtype.equal(pybind11::handle(view->second.numpy_dtype)),
+              "program output has numpy dtype ", pybind11::str(dtype).cast<std::string>(),
+              " where ", expected, " was expected");
+  const char* carrier_name = view->second.carrier == at::kShort ? "int16" : "int8";
+  pybind11::object carrier = array.attr("view")(carrier_name);
+  return torch::utils::tensor_from_numpy(carrier.ptr(), false).view(expected);
+}
+
+void copy_array_into(const at::Tensor& host_target, const pybind11::handle& array) {
+  at::Tensor source = tensor_over_array(array, host_target.scalar_type());
+  TORCH_CHECK(source.scalar_type() == host_target.scalar_type(),
+              "program output is ", source.scalar_type(), " where ", host_target.scalar_type(),
+              " was expected");
+  TORCH_CHECK(source.sizes() == host_target.sizes(), "program output has shape ",
+              source.sizes(), " where ", host_target.sizes(), " was expected");
+  if (source.is_contiguous() && host_target.is_contiguous() && !host_target.is_conj() &&
+      !host_target.is_neg()) {
+    const size_t nbytes = source.nbytes();
+    if (nbytes > 0) {
+      std::memcpy(host_target.data_ptr(), source.const_data_ptr(), nbytes);
+    }
+    return;
+  }
+  host_target.copy_(source);
+}
+
+// New device tensors on `device`, one per meta (sizes, strides, dtype), holding `arrays`.
+pybind11::list device_tensors_from(
+    const pybind11::sequence& arrays, const pybind11::sequence& metas, int device) {
+  check_device_index(static_cast<c10::DeviceIndex>(device));
+  c10::DeviceGuard guard(c10::Device(kNeuron, static_cast<c10::DeviceIndex>(device)));
+  const size_t count = pybind11::len(metas);
+  TORCH_CHECK(pybind11::len(arrays) >= count, "program produced ", pybind11::len(arrays),
+              " outputs where ", count, " were expected");
+  pybind11::list results(count);
+  for (size_t i = 0; i < count; ++i) {
+    auto meta = metas[i].cast<pybind11::tuple>();
+    auto sizes = meta[0].cast<std::vector<int64_t>>();
+    auto strides = meta[1].cast<std::vector<int64_t>>();
+    auto dtype = meta[2].cast<at::ScalarType>();
+    at::Tensor result = at::detail::empty_strided_generic(
+        sizes, strides, &g_allocator, c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), dtype);
+    copy_array_into(host_alias(result, false), arrays[i]);
+    results[i] = pybind11::cast(result);
+  }
+  return results;
+}
+
 at::ScalarType neuron_dtype_or_default(std::optional<at::ScalarType> dtype) {
   return dtype.value_or(c10::typeMetaToScalarType(c10::get_default_dtype()));
 }
@@ -628,6 +724,16 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("host_input", &host_input,
         "Dense host data of a neuron tensor: its alias, or a resolved contiguous copy.",
         pybind11::arg("tensor"));
+  m.def("register_numpy_view", &register_numpy_view,
+        "Carry `dtype` (absent from numpy) as `carrier` integers viewed as `numpy_dtype`.");
+  m.def("host_arrays", &host_arrays,
+        "Numpy arrays over the host data of neuron tensors (copies only where not dense).");
+  m.def("device_tensors_from", &device_tensors_from,
+        "New neuron tensors (sizes, strides, dtype per meta) holding numpy arrays' values.",
+        pybind11::arg("arrays"), pybind11::arg("metas"), pybind11::arg("device"));
+  m.def("write_array", [](const at::Tensor& tensor, pybind11::handle array) {
+    copy_array_into(host_alias(tensor, false), array);
+  }, "Copy a numpy array (same shape and dtype) into a neuron tensor.");
   m.def("resize_storage_bytes", [](const at::Tensor& tensor, size_t nbytes) {
     resize_storage_bytes(tensor.storage(), nbytes);
   });

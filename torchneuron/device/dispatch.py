@@ -67,11 +67,6 @@ COMPILED_CACHE_ENTRIES = 4096
 # How a schema argument is handled.
 TENSOR, OPTIONAL_TENSOR, TENSOR_LIST, OPTIONAL_TENSOR_LIST, SCALAR, SCALAR_LIST, GENERATOR, DEVICE, STATIC = range(9)
 
-_numpy_via_int = {
-    torch.bfloat16: torch.int16,
-    torch.float8_e4m3fn: torch.int8,
-    torch.float8_e5m2: torch.int8,
-}
 _numpy_dtype_of: dict[torch.dtype, np.dtype] = {}
 
 
@@ -85,38 +80,24 @@ def _numpy_dtype(dtype: torch.dtype) -> np.dtype:
     return found
 
 
+def _register_numpy_views() -> None:
+    """Tell the native layer how dtypes numpy lacks travel (integers viewed as ml_dtypes)."""
+    for dtype, carrier in (
+        (torch.bfloat16, torch.int16),
+        (torch.float8_e4m3fn, torch.int8),
+        (torch.float8_e5m2, torch.int8),
+    ):
+        _C.register_numpy_view(dtype, carrier, _numpy_dtype(dtype))
+
+
 def to_numpy(tensor: torch.Tensor) -> np.ndarray:
-    """Zero-copy numpy view of a neuron tensor's data (a copy only if not contiguous)."""
-    if tensor.device.type == DEVICE_TYPE:
-        host = _C.host_input(tensor)
-    else:
-        host = tensor.detach().resolve_conj().resolve_neg().contiguous()
-    via = _numpy_via_int.get(host.dtype)
-    if via is not None:
-        return host.view(via).numpy().view(_numpy_dtype(host.dtype))
-    return host.numpy()
+    """Numpy array over a tensor's data: zero-copy for a dense neuron tensor, else a copy."""
+    return _C.host_arrays([tensor])[0]
 
 
 def write_into(tensor: torch.Tensor, array: np.ndarray) -> None:
-    """Copy ``array`` (same shape) into the device tensor ``tensor``."""
-    if array.dtype in _ML_DTYPES:
-        from torchneuron.compiler.tensors import from_numpy
-
-        source = from_numpy(array)
-    else:
-        source = torch.from_numpy(array)
-    _C.host_alias(tensor).copy_(source)
-
-
-_ML_DTYPES: set[np.dtype] = set()
-
-
-def _init_ml_dtypes() -> None:
-    import ml_dtypes
-
-    _ML_DTYPES.update(
-        {np.dtype(ml_dtypes.bfloat16), np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2)}
-    )
+    """Copy ``array`` (same shape and dtype; may be read-only) into the device tensor ``tensor``."""
+    _C.write_array(tensor, array)
 
 
 # ---------------------------------------------------------------------------
@@ -342,6 +323,10 @@ class _Entry:
     scalar_dtypes: tuple[np.dtype, ...]
     # (shape, stride, dtype) of each new output tensor, in return order (None: an undefined return)
     fresh: tuple[tuple | None, ...]
+    fresh_metas: tuple[tuple, ...] = ()  # ``fresh`` without the Nones
+
+    def __post_init__(self) -> None:
+        self.fresh_metas = tuple(meta for meta in self.fresh if meta is not None)
 
 
 _compiled: "collections.OrderedDict[tuple, _Entry | _HostOnly]" = collections.OrderedDict()
@@ -376,6 +361,10 @@ def _signature(plan: OpPlan, values: list) -> tuple[tuple, list[torch.Tensor], l
                                   None if item.is_contiguous() else item.stride(), item.device.type))
             key.append(tuple(parts))
         elif kind == SCALAR and value is not None and position in plan.lifted:
+            if _is_default(plan, position, value):
+                # The schema's default (add's alpha=1): a constant, one input fewer.
+                key.append(("default",))
+                continue
             scalars.append(value)
             # bool < int < float < complex decide type promotion; the value does not.
             key.append(("scalar", type(value).__name__))
@@ -391,6 +380,11 @@ def _signature(plan: OpPlan, values: list) -> tuple[tuple, list[torch.Tensor], l
         else:
             key.append(value)
     return tuple(key), tensors, scalars
+
+
+def _is_default(plan: OpPlan, position: int, value: Any) -> bool:
+    default = plan.defaults[position]
+    return default is not None and type(value) is type(default) and value == default
 
 
 def _run_compiled(plan: OpPlan, values: list, device: int) -> Any:
@@ -412,7 +406,7 @@ def _run_compiled(plan: OpPlan, values: list, device: int) -> Any:
         if not entry.data_dependent:
             fallback.record_fallback(plan.name, entry.reason)
         return run_on_host(plan, values, device)
-    inputs = [to_numpy(t) for t in tensors]
+    inputs = _C.host_arrays(tensors)
     if scalars:
         for value, dtype in zip(scalars, entry.scalar_dtypes):
             inputs.append(np.asarray(value, dtype=dtype))
@@ -420,24 +414,16 @@ def _run_compiled(plan: OpPlan, values: list, device: int) -> Any:
     return _assemble(plan, values, entry, outputs, device)
 
 
-_device_objects: dict[int, torch.device] = {}
 
 
 def _assemble(plan: OpPlan, values: list, entry: _Entry, outputs: list, device: int) -> Any:
-    fresh_outputs = []
-    position = 0
-    target = _device_objects.get(device)
-    if target is None:
-        target = _device_objects.setdefault(device, torch.device(DEVICE_TYPE, device))
-    for meta in entry.fresh:
-        if meta is None:
-            fresh_outputs.append(None)
-            continue
-        shape, stride, dtype = meta
-        result = torch.empty_strided(shape, stride, dtype=dtype, device=target)
-        write_into(result, outputs[position])
-        fresh_outputs.append(result)
-        position += 1
+    created = _C.device_tensors_from(outputs, entry.fresh_metas, device)
+    position = len(created)
+    if len(created) == len(entry.fresh):
+        fresh_outputs = created
+    else:  # undefined returns (None) among them
+        made = iter(created)
+        fresh_outputs = [None if meta is None else next(made) for meta in entry.fresh]
     for arg_position in plan.mutated:
         value = values[arg_position]
         targets = value if isinstance(value, (list, tuple)) else (value,)
@@ -446,7 +432,7 @@ def _assemble(plan: OpPlan, values: list, entry: _Entry, outputs: list, device: 
             position += 1
             if tuple(target.shape) != array.shape:
                 target.resize_(array.shape)  # out= arguments take the result's shape
-            write_into(target, array)
+            _C.write_array(target, array)
     if not plan.return_aliases:
         return None
     if plan.returns_list:
@@ -666,7 +652,7 @@ def _traceable(plan: OpPlan, values: list, tensor_count: int, scalar_dtypes: tup
                         items.append(new.clone() if position in mutated else new)
                 call_values.append(items)
             elif kind == SCALAR and value is not None and position in lifted:
-                call_values.append(next(scalars))
+                call_values.append(value if _is_default(plan, position, value) else next(scalars))
             elif kind == SCALAR_LIST and position in lifted:
                 call_values.append([next(scalars) for _ in value])
             elif kind == DEVICE and value is not None:
@@ -799,10 +785,10 @@ def install() -> None:
     """Register the fallback and the direct kernels for the PrivateUse1 key (once)."""
     if _libraries:
         return
-    _init_ml_dtypes()
     global_library = torch.library.Library("_", "IMPL")
     global_library.fallback(_boxed_fallback, "PrivateUse1")
     _libraries.append(global_library)
+    _register_numpy_views()
     aten_library = torch.library.Library("aten", "IMPL")
     _libraries.append(aten_library)
     for name in _direct_kernel_ops():

@@ -46,11 +46,24 @@ _lock = threading.Lock()
 _cores: dict[tuple[Topology, int], NeuronCore] = {}
 
 
+# The cores of the topology seen last, by index: the lookup every device allocation makes.
+_recent: tuple[Topology, dict[int, NeuronCore]] | None = None
+
+
 def get_core(index: int = 0) -> NeuronCore:
     """The visible core at device ``index`` (0-based) of the current topology."""
+    global _recent
     topo = topology_module.topology()
+    recent = _recent
+    if recent is not None and recent[0] is topo:
+        core = recent[1].get(index)
+        if core is not None:
+            return core
+    else:
+        recent = _recent = (topo, {})
     core = _cores.get((topo, index))
     if core is not None:
+        recent[1][index] = core
         return core
     if not isinstance(index, int) or isinstance(index, bool):
         raise TypeError(f"NeuronCore index must be an int, got {type(index).__name__}")
@@ -65,6 +78,7 @@ def get_core(index: int = 0) -> NeuronCore:
         if core is None:
             core = NeuronCore(topo, index)
             _cores[(topo, index)] = core
+    recent[1][index] = core
     return core
 
 
@@ -77,6 +91,8 @@ def _env_repr(var: str) -> str:
 
 def reset() -> None:
     """Drop the cached topology and every core built so far (tests use this)."""
+    global _recent
     with _lock:
         _cores.clear()
+        _recent = None
     topology_module.reset()

@@ -244,16 +244,19 @@ class XlaCpuExecutor:
         weights = list(weight_buffers)
         inputs_first = list(argument_plan) == list(range(len(input_types))) + [None] * len(weights)
         to_host = np.array  # a copy the caller owns and may write; jax views are read-only
+        view = np.asarray  # read-only, for a caller that copies the values out at once
 
         if inputs_first:
 
-            def run(arrays: Sequence[np.ndarray]) -> list:
+            def run(arrays: Sequence[np.ndarray], copy: bool = True) -> list:
                 args = [
                     put(aval, sharding, [array], devices, True, False, zero_copy, True)
                     for aval, array in zip(avals, arrays)
                 ]
                 args += weights
-                return [to_host(out) for out in execute(args)]
+                if copy:
+                    return [to_host(out) for out in execute(args)]
+                return [view(out) for out in execute(args)]
 
             return run
 
@@ -267,13 +270,15 @@ class XlaCpuExecutor:
                 template.append(None)
                 input_slots.append((position, source))
 
-        def run_interleaved(arrays: Sequence[np.ndarray]) -> list:
+        def run_interleaved(arrays: Sequence[np.ndarray], copy: bool = True) -> list:
             args = list(template)
             for position, source in input_slots:
                 args[position] = put(
                     avals[source], sharding, [arrays[source]], devices, True, False, zero_copy, True
                 )
-            return [to_host(out) for out in execute(args)]
+            if copy:
+                return [to_host(out) for out in execute(args)]
+            return [view(out) for out in execute(args)]
 
         return run_interleaved
 

@@ -302,7 +302,8 @@ class LoadedNeff:
         The execution is charged to the core's HBM for its temporaries, and for its
         input and output buffers unless ``resident``: then the inputs already live in
         device memory and the outputs are written into device tensors the caller
-        allocated (the ``neuron`` device), which are accounted already.
+        allocated (the ``neuron`` device), which are accounted already; the outputs
+        may then be read-only arrays, to be copied into those tensors at once.
         """
         if len(inputs) != self._input_count:
             raise NeuronRuntimeError(
@@ -322,9 +323,9 @@ class LoadedNeff:
         handle = hbm.allocate(charge, self._execution_tag) if charge else None
         try:
             if not _EXECUTE_HOOKS:
-                return self._run(inputs)
+                return self._run(inputs, not resident)
             start = time.perf_counter()
-            outputs = self._run(inputs)
+            outputs = self._run(inputs, not resident)
             seconds = time.perf_counter() - start
         finally:
             if handle is not None:

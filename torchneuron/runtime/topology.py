@@ -160,11 +160,26 @@ _lock = threading.Lock()
 _cached: tuple[tuple[str | None, ...], Topology] | None = None
 
 
+# os.environ keeps the encoded process environment in ``_data``; reading it there
+# skips the per-lookup encoding, which matters on the per-op path (every device
+# allocation asks for its core).
+_encode = getattr(os.environ, "encodekey", None)
+_ENV_KEYS = tuple(_encode(var) for var in ENV_VARS) if _encode is not None else ()
+
+
+def _environment_key() -> tuple:
+    data = getattr(os.environ, "_data", None)
+    if data is not None and _ENV_KEYS:
+        get = data.get
+        return tuple([get(k) for k in _ENV_KEYS])
+    return tuple([os.environ.get(var) for var in ENV_VARS])
+
+
 def topology() -> Topology:
     """The current topology; re-read whenever one of ``ENV_VARS`` changed."""
     global _cached
     environ = os.environ
-    key = tuple(environ.get(var) for var in ENV_VARS)
+    key = _environment_key()
     cached = _cached
     if cached is not None and cached[0] == key:
         return cached[1]
