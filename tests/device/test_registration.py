@@ -68,3 +68,20 @@ def test_register_is_idempotent():
     device.register()
     device.register()
     assert device.is_registered()
+
+
+def test_autoload_keeps_the_compiler_and_xla_out_of_import_torch():
+    # Registration needs only cores and memory; the compiler, torch-mlir, XLA and
+    # ml_dtypes load with the first compiled op, so `import torch` stays fast.
+    result = run_python(
+        "import sys, torch\n"
+        "assert torch.neuron.is_available()\n"
+        "heavy = [m for m in ('torch_mlir', 'jax', 'jaxlib', 'ml_dtypes', 'torchneuron.compiler',"
+        " 'torchneuron.runtime.executor') if m in sys.modules]\n"
+        "print('heavy', heavy)\n"
+        "y = torch.ones(2, device='neuron') + 1\n"
+        "print('first op', y.cpu().tolist(), 'jaxlib' in sys.modules)\n"
+    )
+    assert result.returncode == 0, result.stderr
+    assert "heavy []" in result.stdout
+    assert "first op [2.0, 2.0] True" in result.stdout

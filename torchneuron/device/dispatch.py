@@ -73,15 +73,26 @@ _numpy_dtype_of: dict[torch.dtype, np.dtype] = {}
 def _numpy_dtype(dtype: torch.dtype) -> np.dtype:
     found = _numpy_dtype_of.get(dtype)
     if found is None:
-        from torchneuron.compiler.tensors import DTYPES, dtype_name
+        from torchneuron.runtime.dtypes import NUMPY_DTYPES
 
-        found = DTYPES[dtype_name(dtype)][1]
+        found = NUMPY_DTYPES[str(dtype).removeprefix("torch.")]
         _numpy_dtype_of[dtype] = found
     return found
 
 
+_views_registered = False
+
+
 def _register_numpy_views() -> None:
-    """Tell the native layer how dtypes numpy lacks travel (integers viewed as ml_dtypes)."""
+    """Tell the native layer how dtypes numpy lacks travel (integers viewed as ml_dtypes).
+
+    Done before the first program runs (importing ml_dtypes takes a while, so not
+    at device registration).
+    """
+    global _views_registered
+    if _views_registered:
+        return
+    _views_registered = True
     for dtype, carrier in (
         (torch.bfloat16, torch.int16),
         (torch.float8_e4m3fn, torch.int8),
@@ -92,6 +103,8 @@ def _register_numpy_views() -> None:
 
 def to_numpy(tensor: torch.Tensor) -> np.ndarray:
     """Numpy array over a tensor's data: zero-copy for a dense neuron tensor, else a copy."""
+    if not _views_registered:
+        _register_numpy_views()
     return _C.host_arrays([tensor])[0]
 
 
@@ -466,6 +479,7 @@ def _scalar_dtype(value: Any, tensors: list) -> np.dtype:
 
 def _compile(plan: OpPlan, values: list, key: tuple, tensors: list, scalars: list):
     """Trace and compile one call signature; remember the result (or why it runs on host)."""
+    _register_numpy_views()  # every compiled entry runs after this
     specs = [eager.TensorSpec(tuple(t.shape), tuple(t.stride()), t.dtype) for t in tensors]
     try:
         fresh = _fresh_output_metadata(plan, values)
@@ -788,7 +802,6 @@ def install() -> None:
     global_library = torch.library.Library("_", "IMPL")
     global_library.fallback(_boxed_fallback, "PrivateUse1")
     _libraries.append(global_library)
-    _register_numpy_views()
     aten_library = torch.library.Library("aten", "IMPL")
     _libraries.append(aten_library)
     for name in _direct_kernel_ops():

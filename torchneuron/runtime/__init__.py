@@ -9,21 +9,38 @@ Numerics run through XLA's CPU compiler (see ``executor``); memory is accounted
 against each core's HBM (see ``memory``).
 """
 
+import importlib
+
 from torchneuron.runtime import hardware
 from torchneuron.runtime.core import NeuronCore, get_core
 from torchneuron.runtime.core import reset as reset_runtime
 from torchneuron.runtime.errors import NeuronOutOfMemoryError, NeuronRuntimeError
-from torchneuron.runtime.executor import (
-    EXECUTORS,
-    clear_executable_cache,
-    executable_cache_info,
-    set_executable_cache_capacity,
-    set_single_threaded,
-)
 from torchneuron.runtime.hardware import CHIPS, ChipSpec
-from torchneuron.runtime.loaded_neff import LoadedNeff, TensorSpec, load_neff
 from torchneuron.runtime.memory import HbmAllocator, format_bytes
 from torchneuron.runtime.topology import Topology, topology
+
+# Loading and executing NEFFs pulls in XLA and ml_dtypes (about a second); the device
+# registration that runs inside `import torch` needs only cores and memory, so these
+# names load on first use.
+_LAZY = {
+    "EXECUTORS": "executor",
+    "clear_executable_cache": "executor",
+    "executable_cache_info": "executor",
+    "set_executable_cache_capacity": "executor",
+    "set_single_threaded": "executor",
+    "LoadedNeff": "loaded_neff",
+    "TensorSpec": "loaded_neff",
+    "load_neff": "loaded_neff",
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'torchneuron.runtime' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"torchneuron.runtime.{module}"), name)
+    globals()[name] = value
+    return value
 
 # The contract's short name for the runtime error class.
 RuntimeError_ = NeuronRuntimeError
