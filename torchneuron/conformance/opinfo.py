@@ -351,12 +351,21 @@ def _fallback_reason(message: str) -> str:
 # -- eager mode ----------------------------------------------------------------------
 
 
+# Arguments PyTorch requires on the CPU whatever the device (the OpInfo sample
+# generators create them without a device): entry -> positions in (input, *args).
+_HOST_ARGUMENTS = {"tensor_split": (1,)}
+
+
 def _eager_sample(op, sample: dict):
     from torchneuron.device import fallback
 
     device = torch.device("neuron")
     to_device = functools.partial(_moved, device=device)
-    args = pytree.tree_map(to_device, _cloned(sample["args"]))
+    host_positions = _HOST_ARGUMENTS.get(op.name, ())
+    args = tuple(
+        value if position in host_positions else pytree.tree_map(to_device, value)
+        for position, value in enumerate(_cloned(sample["args"]))
+    )
     kwargs = pytree.tree_map(to_device, _cloned(sample["kwargs"]))
     fallback.clear_fallback_ops()
     torch.manual_seed(0)

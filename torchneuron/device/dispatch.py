@@ -170,12 +170,29 @@ class OpPlan:
     def call(self, values: list) -> Any:
         args = []
         kwargs = {}
+        kinds = self.kinds
         for position, value in enumerate(values):
+            if (kinds[position] == TENSOR or kinds[position] == OPTIONAL_TENSOR) and isinstance(
+                value, (bool, int, float, complex)
+            ):
+                # A wrapped number (C++ passed a Scalar where the schema has a Tensor;
+                # Python sees it as a number): a 0-d tensor promotes the same way.
+                value = _wrapped_number_tensor(value)
             if self.kwarg_only[position]:
                 kwargs[self.names[position]] = value
             else:
                 args.append(value)
         return self.op(*args, **kwargs)
+
+
+def _wrapped_number_tensor(value: Any) -> torch.Tensor:
+    if isinstance(value, bool):
+        return torch.tensor(value, dtype=torch.bool)
+    if isinstance(value, int):
+        return torch.tensor(value, dtype=torch.int64)
+    if isinstance(value, float):
+        return torch.tensor(value, dtype=torch.get_default_dtype())
+    return torch.tensor(value)
 
 
 _plans: dict[Any, OpPlan] = {}
@@ -818,10 +835,15 @@ def install() -> None:
         aten_library.impl(op, _convolution_kernel(op), "PrivateUse1")
 
 
+# Ops whose default kernel calls a helper that mutates its arguments and cannot be
+# traced (cummax -> _cummax_helper): compiled whole instead (a lowering rule covers them).
+_WHOLE_OPS = ("aten::cummax", "aten::cummin")
+
+
 def _direct_kernel_ops() -> list[str]:
     """Functional ops whose default kernel would otherwise call ``empty`` + their ``.out``."""
     has = torch._C._dispatch_has_kernel_for_dispatch_key
-    names = []
+    names = list(_WHOLE_OPS)
     for name in torch._C._dispatch_get_all_op_names():
         if name.startswith("aten::") and has(name, "CompositeExplicitAutogradNonFunctional") \
                 and not has(name, "PrivateUse1"):

@@ -286,8 +286,11 @@ def norm(self, p=2):
 
 @lowering_rule(aten.norm.ScalarOpt_dim)
 def norm_dim(self, p, dim, keepdim=False):
-    # norm(x, p, dims) -> vector_norm(x, p, dims)
-    return torch.linalg.vector_norm(self, ord=2 if p is None else p, dim=dim, keepdim=keepdim)
+    # norm(x, p, dims) -> vector_norm(x, p, dims); no dims (dist's call) reduces them all,
+    # spelled None: torch-mlir mis-lowers an empty dim list.
+    return torch.linalg.vector_norm(
+        self, ord=2 if p is None else p, dim=list(dim) if dim else None, keepdim=keepdim
+    )
 
 
 # -- stable sort and mode: dense comparisons (n^2 elements per row) ---------------------
