@@ -861,8 +861,10 @@ def _convolution_kernel(op: torch._ops.OpOverload) -> Callable:
         if target is aten.convolution_backward.default:
             grad_output, input, weight, stride, padding, dilation, transposed, output_padding, \
                 groups, output_mask = args
-            return run_op(target, (grad_output, input, weight, None, stride, padding, dilation,
-                                   transposed, output_padding, groups, output_mask), {})
+            # The bias has one value per output channel (the gradient's channel dim).
+            bias_sizes = [grad_output.shape[1]] if output_mask[2] else None
+            return run_op(target, (grad_output, input, weight, bias_sizes, stride, padding,
+                                   dilation, transposed, output_padding, groups, output_mask), {})
         return run_op(target, args, kwargs)
 
     return kernel

@@ -6,7 +6,7 @@ ops that do lower (it runs while the graph is traced, like a decomposition), and
 it returns ``NotImplemented`` for the cases it does not cover, which then take
 the op's ordinary path (a decomposition, torch-mlir, or an ``UnsupportedOpError``).
 
-One module per family of ops: ``arithmetic``, ``creation`` (factory ops), ``pooling``,
+One module per family of ops: ``arithmetic``, ``convolution``, ``creation`` (factory ops), ``pooling``,
 ``reductions``, ``indexing``, ``special`` (special functions), ``linalg``.
 """
 
@@ -38,6 +38,15 @@ def lowering_rule(*ops: torch._ops.OpOverload) -> Callable[[Rule], Rule]:
 
 def lowering_rules() -> dict[torch._ops.OpOverload, Rule]:
     """Every rule, with each family's module imported."""
-    from . import arithmetic, creation, indexing, linalg, pooling, reductions, special  # noqa: F401
+    from . import (  # noqa: F401
+        arithmetic,
+        convolution,
+        creation,
+        indexing,
+        linalg,
+        pooling,
+        reductions,
+        special,
+    )
 
     return dict(LOWERING_RULES)

@@ -1,0 +1,76 @@
+"""Transposed convolution as an ordinary convolution, in the form torch-mlir lowers correctly.
+
+torch-mlir's lowering of a transposed ``aten.convolution`` infers a wrong result
+shape when the spatial dims have different strides, dilations or paddings (PyTorch
+runs ``conv_transpose1d`` as a 2d convolution with a unit first dim, which is such
+a case): "inferred shape [2, 8, 2, 13] is incompatible with return type 2x8x1x14".
+
+The rule uses the identity a transposed convolution is defined by: it is the
+gradient of a convolution with respect to its input, which equals a stride-1
+convolution of the input with ``stride - 1`` zeros inserted between elements,
+padded by ``dilation * (kernel - 1) - padding`` on each side (plus
+``output_padding`` at the end), with the kernel flipped in every spatial dim and
+its in/out channels swapped within each group.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from . import lowering_rule
+
+aten = torch.ops.aten
+
+
+def _insert_zeros(x: torch.Tensor, dim: int, stride: int) -> torch.Tensor:
+    """``x`` with ``stride - 1`` zeros between consecutive elements along ``dim``."""
+    if stride == 1 or x.shape[dim] == 0:
+        return x
+    size = x.shape[dim]
+    spread = x.unsqueeze(dim + 1)
+    zeros_shape = list(spread.shape)
+    zeros_shape[dim + 1] = stride - 1
+    spread = torch.cat([spread, spread.new_zeros(zeros_shape)], dim=dim + 1)
+    merged_shape = list(x.shape)
+    merged_shape[dim] = size * stride
+    spread = spread.reshape(merged_shape)
+    return spread.narrow(dim, 0, (size - 1) * stride + 1)
+
+
+@lowering_rule(aten.convolution.default)
+def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    if not transposed:
+        return NotImplemented
+    spatial = input.dim() - 2
+    if spatial < 1 or weight.dim() != input.dim():
+        return NotImplemented
+    stride = _expand(stride, spatial)
+    padding = _expand(padding, spatial)
+    dilation = _expand(dilation, spatial)
+    output_padding = _expand(output_padding, spatial)
+    kernel = weight.shape[2:]
+
+    x = input
+    for i in range(spatial):
+        x = _insert_zeros(x, 2 + i, stride[i])
+    pads: list[int] = []
+    for i in reversed(range(spatial)):  # F.pad lists the last dim first
+        before = dilation[i] * (kernel[i] - 1) - padding[i]
+        pads += [before, before + output_padding[i]]
+    if any(pads):
+        # A negative amount crops (padding larger than the kernel's reach).
+        x = aten.constant_pad_nd.default(x, pads, 0.0)
+
+    in_channels = weight.shape[0]
+    out_per_group = weight.shape[1]
+    w = weight.reshape(groups, in_channels // groups, out_per_group, *kernel)
+    w = w.transpose(1, 2).reshape(groups * out_per_group, in_channels // groups, *kernel)
+    w = w.flip(list(range(2, 2 + spatial)))
+    return aten.convolution.default(
+        x, w, bias, [1] * spatial, [0] * spatial, dilation, False, [0] * spatial, groups
+    )
+
+
+def _expand(values, count: int) -> list[int]:
+    values = list(values)
+    return values * count if len(values) == 1 else values
