@@ -178,3 +178,52 @@ def test_ceil_mode_max_pool_values_and_indices_once_compiled():
 
     got, want = _compiled(program, x), program(x)
     assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+
+
+def test_transposed_convolution_rule_matches_pytorch_over_random_configurations():
+    import random
+
+    from torchneuron.lowering.rules.convolution import convolution
+
+    rng = random.Random(0)
+    torch.manual_seed(0)
+    checked = 0
+    for _ in range(200):
+        spatial, groups = rng.choice([1, 2, 3]), rng.choice([1, 2])
+        c_in, c_out = groups * rng.choice([1, 2]), groups * rng.choice([1, 3])
+        kernel = [rng.choice([1, 2, 3]) for _ in range(spatial)]
+        stride = [rng.choice([1, 2, 3]) for _ in range(spatial)]
+        dilation = [rng.choice([1, 2]) for _ in range(spatial)]
+        padding = [rng.choice([0, 1, 2, 3]) for _ in range(spatial)]
+        output_padding = [rng.randrange(max(s, d)) for s, d in zip(stride, dilation)]
+        x = torch.randn(2, c_in, *[rng.choice([1, 3, 5]) for _ in range(spatial)], dtype=torch.float64)
+        w = torch.randn(c_in, c_out // groups, *kernel, dtype=torch.float64)
+        b = torch.randn(c_out, dtype=torch.float64)
+        args = (x, w, b, stride, padding, dilation, True, output_padding, groups)
+        try:
+            want = aten.convolution.default(*args)
+        except RuntimeError:
+            continue  # a configuration PyTorch rejects (output size below 1)
+        _close(convolution(*args), want, rtol=1e-9, atol=1e-9)
+        checked += 1
+    assert checked > 100
+    assert convolution(x, w, b, stride, padding, dilation, False, output_padding, groups) is NotImplemented
+
+
+def test_conv_transpose1d_in_eager_mode_compiles_and_matches_cpu():
+    # PyTorch runs it as a 2d convolution with a unit first dim: the shape torch-mlir
+    # mis-lowers without the rule.
+    import warnings
+
+    import torchneuron
+
+    x, w, b = torch.randn(2, 4, 6), torch.randn(4, 8, 3), torch.randn(8)
+    want = torch.nn.functional.conv_transpose1d(x, w, b, stride=2, padding=1, output_padding=1, dilation=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no CPU fallback
+        got = torch.nn.functional.conv_transpose1d(
+            x.to("neuron"), w.to("neuron"), b.to("neuron"), stride=2, padding=1, output_padding=1,
+            dilation=2,
+        )
+    _close(got.cpu(), want)
+    assert "aten::convolution" not in torchneuron.get_fallback_ops()
