@@ -471,27 +471,23 @@ pybind11::list host_arrays(const std::vector<at::Tensor>& tensors) {
 // A CPU tensor over a numpy array's memory (arrays of ml_dtypes through their carrier).
 at::Tensor tensor_over_array(const pybind11::handle& array, at::ScalarType expected) {
   auto view = g_numpy_views.find(static_cast<int>(expected));
-  if (view == g_numpy_views.end()) {
+  if (view == g_numpy_views.end() ||
+      !pybind11::object(array.attr("dtype")).equal(pybind11::handle(view->second.numpy_dtype))) {
     return torch::utils::tensor_from_numpy(array.ptr(), /*warn_if_not_writeable=*/false);
   }
-  pybind11::object dtype = array.attr("dtype");
-  TORCH_CHECK(dtype.equal(pybind11::handle(view->second.numpy_dtype)),
-              "program output has numpy dtype ", pybind11::str(dtype).cast<std::string>(),
-              " where ", expected, " was expected");
   const char* carrier_name = view->second.carrier == at::kShort ? "int16" : "int8";
   pybind11::object carrier = array.attr("view")(carrier_name);
   return torch::utils::tensor_from_numpy(carrier.ptr(), false).view(expected);
 }
 
+// Copies a program output into a tensor's host memory. A wider output dtype than the
+// tensor's (a program that computed a value in float64) is converted as copy_ does.
 void copy_array_into(const at::Tensor& host_target, const pybind11::handle& array) {
   at::Tensor source = tensor_over_array(array, host_target.scalar_type());
-  TORCH_CHECK(source.scalar_type() == host_target.scalar_type(),
-              "program output is ", source.scalar_type(), " where ", host_target.scalar_type(),
-              " was expected");
   TORCH_CHECK(source.sizes() == host_target.sizes(), "program output has shape ",
               source.sizes(), " where ", host_target.sizes(), " was expected");
-  if (source.is_contiguous() && host_target.is_contiguous() && !host_target.is_conj() &&
-      !host_target.is_neg()) {
+  if (source.scalar_type() == host_target.scalar_type() && source.is_contiguous() &&
+      host_target.is_contiguous() && !host_target.is_conj() && !host_target.is_neg()) {
     const size_t nbytes = source.nbytes();
     if (nbytes > 0) {
       std::memcpy(host_target.data_ptr(), source.const_data_ptr(), nbytes);

@@ -6,25 +6,15 @@ and the bytes are reinterpreted (never converted) on the way through.
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 import torch
 
-# dtype name (as written in NEFF manifests) -> (torch dtype, numpy dtype)
+from torchneuron.runtime.dtypes import NUMPY_DTYPES
+
+# dtype name (as written in NEFF manifests) -> (torch dtype, numpy dtype); the names
+# and numpy dtypes are the runtime's table, torch's dtypes carry the same names.
 DTYPES: dict[str, tuple[torch.dtype, np.dtype]] = {
-    "float32": (torch.float32, np.dtype(np.float32)),
-    "float64": (torch.float64, np.dtype(np.float64)),
-    "float16": (torch.float16, np.dtype(np.float16)),
-    "bfloat16": (torch.bfloat16, np.dtype(ml_dtypes.bfloat16)),
-    "float8_e4m3fn": (torch.float8_e4m3fn, np.dtype(ml_dtypes.float8_e4m3fn)),
-    "float8_e5m2": (torch.float8_e5m2, np.dtype(ml_dtypes.float8_e5m2)),
-    "int64": (torch.int64, np.dtype(np.int64)),
-    "int32": (torch.int32, np.dtype(np.int32)),
-    "int16": (torch.int16, np.dtype(np.int16)),
-    "int8": (torch.int8, np.dtype(np.int8)),
-    "uint8": (torch.uint8, np.dtype(np.uint8)),
-    "bool": (torch.bool, np.dtype(np.bool_)),
-    "complex64": (torch.complex64, np.dtype(np.complex64)),
+    name: (getattr(torch, name), numpy) for name, numpy in NUMPY_DTYPES.items()
 }
 _NAME_OF_TORCH = {t: name for name, (t, _) in DTYPES.items()}
 _NAME_OF_NUMPY = {n: name for name, (_, n) in DTYPES.items()}

@@ -830,14 +830,27 @@ def install() -> None:
         if op is None:
             continue
         aten_library.impl(op, _direct_kernel(op), "PrivateUse1")
+    # native_batch_norm updates the running statistics without saying so in its schema;
+    # _native_batch_norm_legit is the same op with the mutation declared.
+    aten_library.impl(aten.native_batch_norm.default, _native_batch_norm_kernel, "PrivateUse1")
     # Their defaults raise for every backend but CPU/CUDA: compute them like any op.
     for op in (aten.convolution_overrideable.default, aten.convolution_backward_overrideable.default):
         aten_library.impl(op, _convolution_kernel(op), "PrivateUse1")
 
 
-# Ops whose default kernel calls a helper that mutates its arguments and cannot be
-# traced (cummax -> _cummax_helper): compiled whole instead (a lowering rule covers them).
-_WHOLE_OPS = ("aten::cummax", "aten::cummin")
+# Ops compiled whole rather than through their default (CompositeExplicitAutograd)
+# kernel: cummax/cummin's calls a helper that mutates its arguments and cannot be
+# traced; the norms' and logsumexp's run step by step, rounding every intermediate
+# to bfloat16, where the whole op's lowering computes in float32 and rounds once
+# (as PyTorch's CPU and CUDA kernels do).
+_WHOLE_OPS = (
+    "aten::cummax",
+    "aten::cummin",
+    "aten::native_group_norm",
+    "aten::native_layer_norm",
+    "aten::_native_batch_norm_legit_no_training",
+    "aten::logsumexp",
+)
 
 
 def _direct_kernel_ops() -> list[str]:
@@ -849,6 +862,15 @@ def _direct_kernel_ops() -> list[str]:
                 and not has(name, "PrivateUse1"):
             names.append(name)
     return names
+
+
+def _native_batch_norm_kernel(input, weight, bias, running_mean, running_var, training, momentum,
+                              eps):
+    if running_mean is None or running_var is None:
+        return run_op(aten._native_batch_norm_legit.no_stats,
+                      (input, weight, bias, training, momentum, eps), {})
+    return run_op(aten._native_batch_norm_legit.default,
+                  (input, weight, bias, running_mean, running_var, training, momentum, eps), {})
 
 
 def _convolution_kernel(op: torch._ops.OpOverload) -> Callable:

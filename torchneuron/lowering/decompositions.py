@@ -61,6 +61,10 @@ FLOAT32_ACCUMULATION = [
     aten._adaptive_avg_pool3d.default,
     aten.native_group_norm.default,
     aten.native_layer_norm.default,
+    # (not the training forms with running statistics: they update those in place,
+    # which an upcast copy would swallow)
+    aten._native_batch_norm_legit_no_training.default,
+    aten._native_batch_norm_legit.no_stats,
 ]
 _HALF_TYPES = (torch.bfloat16, torch.float16)
 
