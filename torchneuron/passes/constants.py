@@ -122,7 +122,7 @@ def _decode_literals(body: str, dtype: np.dtype) -> np.ndarray:
 
 
 def _decode_scalars(tokens: list[str], dtype: np.dtype) -> np.ndarray:
-    is_float = dtype.kind == "f" or dtype in _ML_FLOAT_DTYPES
+    is_float = dtype.kind == "f" or dtype in ML_FLOAT_DTYPES
     if dtype == np.bool_:
         return np.array([tok == "true" or tok == "1" for tok in tokens], dtype=np.bool_)
     if is_float:
@@ -140,7 +140,8 @@ def _decode_scalars(tokens: list[str], dtype: np.dtype) -> np.ndarray:
     return np.array([int(tok, 0) for tok in tokens], dtype=dtype)
 
 
-_ML_FLOAT_DTYPES = frozenset(
+# Float types numpy lacks (ml_dtypes provides them), all narrower than float32.
+ML_FLOAT_DTYPES = frozenset(
     np.dtype(t)
     for t in (
         ml_dtypes.bfloat16,
@@ -160,7 +161,7 @@ _ML_FLOAT_DTYPES = frozenset(
 def is_float_dtype(dtype: np.dtype) -> bool:
     """True for numpy and ml_dtypes floating-point dtypes (not complex)."""
     dtype = np.dtype(dtype)
-    return dtype.kind == "f" or dtype in _ML_FLOAT_DTYPES
+    return dtype.kind == "f" or dtype in ML_FLOAT_DTYPES
 
 
 _SUB_BYTE_SIGNED = frozenset([np.dtype(ml_dtypes.int4), np.dtype(ml_dtypes.int2)])

@@ -37,6 +37,7 @@ from torch_mlir import ir
 from torch_mlir._mlir_libs import _stablehlo
 
 from torchneuron.passes.constants import (
+    ML_FLOAT_DTYPES,
     UnsupportedConstantError,
     elements_attr_to_numpy,
     is_float_dtype,
@@ -64,22 +65,7 @@ _ARITHMETIC_FLOATS = frozenset(
     np.dtype(t) for t in (np.float16, ml_dtypes.bfloat16, np.float32, np.float64)
 )
 # Float types narrower than f32: values reach them through f32, so only one rounding is allowed.
-_NARROW_FLOATS = frozenset(
-    np.dtype(t)
-    for t in (
-        np.float16,
-        ml_dtypes.bfloat16,
-        ml_dtypes.float8_e4m3fn,
-        ml_dtypes.float8_e5m2,
-        ml_dtypes.float8_e4m3fnuz,
-        ml_dtypes.float8_e5m2fnuz,
-        ml_dtypes.float8_e4m3b11fnuz,
-        ml_dtypes.float8_e4m3,
-        ml_dtypes.float8_e3m4,
-        ml_dtypes.float8_e8m0fnu,
-        ml_dtypes.float4_e2m1fn,
-    )
-)
+_NARROW_FLOATS = ML_FLOAT_DTYPES | {np.dtype(np.float16)}
 
 # (op, operand arrays, result dtype) -> result array, or None when folding would not be exact.
 Evaluator = Callable[[ir.Operation, list[np.ndarray], np.dtype], "np.ndarray | None"]
