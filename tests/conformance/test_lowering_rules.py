@@ -227,3 +227,33 @@ def test_conv_transpose1d_in_eager_mode_compiles_and_matches_cpu():
         )
     _close(got.cpu(), want)
     assert "aten::convolution" not in torchneuron.get_fallback_ops()
+
+
+def test_matrix_exp_rule_against_float64_over_norms():
+    from torchneuron.lowering.rules.linalg import linalg_matrix_exp
+
+    torch.manual_seed(0)
+    for scale in (1e-3, 0.1, 1.0, 5.0, 30.0, 100.0):
+        a = torch.randn(3, 5, 5, dtype=torch.float64) * scale / 3
+        want = torch.linalg.matrix_exp(a)
+        error = (linalg_matrix_exp(a) - want).abs().max() / want.abs().max()
+        assert error < 1e-12, (scale, error)
+    negative = torch.randn(6, 6) * 3 - 8 * torch.eye(6)
+    want = torch.linalg.matrix_exp(negative.double())
+    assert (linalg_matrix_exp(negative).double() - want).abs().max() < 1e-7 * want.abs().max()
+    assert torch.equal(linalg_matrix_exp(torch.zeros(2, 2)), torch.eye(2))
+
+
+def test_as_strided_scatter_rule_matches_pytorch():
+    from torchneuron.lowering.rules.indexing import as_strided_scatter
+
+    torch.manual_seed(0)
+    cases = [
+        (torch.randn(10), torch.randn(2, 2), [2, 2], [1, 2], 1),
+        (torch.randn(3, 4), torch.randn(3), [3], [5], 0),
+        (torch.randn(4, 6), torch.randn(2, 3), [2, 3], [6, 2], 7),
+    ]
+    for base, src, size, stride, offset in cases:
+        want = torch.as_strided_scatter(base, src, size, stride, offset)
+        assert torch.equal(as_strided_scatter(base, src, size, stride, offset), want)
+    assert as_strided_scatter(torch.randn(4, 4).t(), torch.randn(2), [2], [1], 0) is NotImplemented

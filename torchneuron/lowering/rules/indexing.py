@@ -403,3 +403,22 @@ def segment_reduce(
             count > 0, value / torch.clamp(count, min=1), torch.full_like(value, empty_value)
         )
     return value.movedim(0, axis)
+
+
+@lowering_rule(aten.as_strided_scatter.default)
+def as_strided_scatter(self, src, size, stride, storage_offset=None):
+    # Write src through the strided view of (a contiguous copy of) self: element i of
+    # the view is storage position offset + sum_d index_d * stride_d -> one index_put.
+    if not self.is_contiguous() or any(s < 0 for s in stride):
+        return NotImplemented
+    offset = 0 if storage_offset is None else storage_offset
+    positions = torch.full((), offset, dtype=torch.int64, device=self.device)
+    for dim, (extent, step) in enumerate(zip(size, stride)):
+        shape = [1] * len(size)
+        shape[dim] = extent
+        positions = positions + (torch.arange(extent, device=self.device) * step).reshape(shape)
+    flat = self.reshape(-1)
+    if positions.numel() and (offset + sum((e - 1) * s for e, s in zip(size, stride) if e)) >= flat.numel():
+        return NotImplemented  # reaches past self: PyTorch raises for this call
+    updated = flat.index_put((positions.reshape(-1),), src.expand(size).reshape(-1).to(self.dtype))
+    return updated.reshape(self.shape)

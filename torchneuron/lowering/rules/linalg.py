@@ -494,3 +494,43 @@ def linalg_qr(A, mode="reduced"):
     q = _apply_reflectors(packed, tau, _identity(A, m, columns))
     r = torch.triu(packed[..., :columns, :])
     return q, r
+
+
+# matrix_exp by scaling and squaring: exp(A) = exp(A / 2^s)^(2^s), with s chosen per
+# matrix from its 1-norm so that ||A / 2^s||_1 <= MATRIX_EXP_THETA = 2, where a
+# degree-22 Taylor polynomial is exact to float32 round-off (remainder below
+# 2^23 / 23! ~ 3e-16 of the result's scale). Each squaring doubles the relative error,
+# so a larger theta (fewer squarings) is more accurate until the polynomial's
+# cancellation costs more: measured against float64, theta 2 is the best of 0.5-4 on
+# PyTorch's samples (norms near 28) and on negative definite matrices.
+# The number of squarings is data-dependent; the program squares MATRIX_EXP_MAX_SQUARINGS
+# times and keeps a square only while the matrix still needs it, so one static program
+# covers every norm up to THETA * 2^MAX.
+MATRIX_EXP_TAYLOR_DEGREE = 22
+MATRIX_EXP_THETA = 2.0
+MATRIX_EXP_MAX_SQUARINGS = 24
+
+
+@lowering_rule(aten.linalg_matrix_exp.default)
+def linalg_matrix_exp(self):
+    if self.dim() < 2 or self.shape[-1] != self.shape[-2] or not self.is_floating_point():
+        return NotImplemented
+    n = self.shape[-1]
+    if n == 0:
+        return self.clone()
+    work = self.to(torch.float32) if self.dtype in (torch.float16, torch.bfloat16) else self
+    norm = work.abs().sum(-2).amax(-1)  # 1-norm, one per matrix
+    squarings = torch.clamp(
+        torch.ceil(torch.log2(norm / MATRIX_EXP_THETA)), min=0, max=MATRIX_EXP_MAX_SQUARINGS
+    )
+    squarings = torch.where(torch.isfinite(squarings), squarings, MATRIX_EXP_MAX_SQUARINGS)
+    scaled = work / torch.pow(2.0, squarings)[..., None, None]
+    eye = _eye_like(work, n)
+    # Horner form of sum_k X^k / k!
+    result = eye
+    for k in range(MATRIX_EXP_TAYLOR_DEGREE, 0, -1):
+        result = eye + (scaled @ result) / k
+    for step in range(MATRIX_EXP_MAX_SQUARINGS):
+        keep = (squarings > step)[..., None, None]
+        result = torch.where(keep, result @ result, result)
+    return result.to(self.dtype)
