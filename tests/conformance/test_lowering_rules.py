@@ -240,7 +240,11 @@ def test_matrix_exp_rule_against_float64_over_norms():
         assert error < 1e-12, (scale, error)
     negative = torch.randn(6, 6) * 3 - 8 * torch.eye(6)
     want = torch.linalg.matrix_exp(negative.double())
-    assert (linalg_matrix_exp(negative).double() - want).abs().max() < 1e-7 * want.abs().max()
+    # float32, with cancellation in the polynomial: within a few ulp of the result's scale,
+    # no worse than PyTorch's own float32 kernel
+    error = (linalg_matrix_exp(negative).double() - want).abs().max()
+    cpu_error = (torch.linalg.matrix_exp(negative).double() - want).abs().max()
+    assert error < max(1e-6 * want.abs().max(), 2 * cpu_error)
     assert torch.equal(linalg_matrix_exp(torch.zeros(2, 2)), torch.eye(2))
 
 
