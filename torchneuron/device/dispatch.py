@@ -353,10 +353,16 @@ class _Entry:
     scalar_dtypes: tuple[np.dtype, ...]
     # (shape, stride, dtype) of each new output tensor, in return order (None: an undefined return)
     fresh: tuple[tuple | None, ...]
-    fresh_metas: tuple[tuple, ...] = ()  # ``fresh`` without the Nones
+    # ``fresh`` without the Nones and the empty tensors: what the program returns
+    fresh_metas: tuple[tuple, ...] = ()
 
     def __post_init__(self) -> None:
-        self.fresh_metas = tuple(meta for meta in self.fresh if meta is not None)
+        self.fresh_metas = tuple(meta for meta in self.fresh if _computed(meta))
+
+
+def _computed(meta: tuple | None) -> bool:
+    """True for a new output the program computes (not undefined, not empty)."""
+    return meta is not None and 0 not in meta[0]
 
 
 _compiled: "collections.OrderedDict[tuple, _Entry | _HostOnly]" = collections.OrderedDict()
@@ -451,9 +457,11 @@ def _assemble(plan: OpPlan, values: list, entry: _Entry, outputs: list, device: 
     position = len(created)
     if len(created) == len(entry.fresh):
         fresh_outputs = created
-    else:  # undefined returns (None) among them
+    else:  # undefined returns (None) or empty tensors among them
         made = iter(created)
-        fresh_outputs = [None if meta is None else next(made) for meta in entry.fresh]
+        fresh_outputs = [
+            next(made) if _computed(meta) else _empty_output(meta, device) for meta in entry.fresh
+        ]
     for arg_position in plan.mutated:
         value = values[arg_position]
         targets = value if isinstance(value, (list, tuple)) else (value,)
@@ -473,6 +481,13 @@ def _assemble(plan: OpPlan, values: list, entry: _Entry, outputs: list, device: 
     for alias in plan.return_aliases:
         results.append(values[alias] if alias is not None else next(fresh_iter))
     return results[0] if len(results) == 1 else tuple(results)
+
+
+def _empty_output(meta: tuple | None, device: int) -> torch.Tensor | None:
+    if meta is None:
+        return None
+    shape, stride, dtype = meta
+    return torch.empty_strided(shape, stride, dtype=dtype, device=torch.device(DEVICE_TYPE, device))
 
 
 def _scalar_dtype(value: Any, tensors: list) -> np.dtype:
@@ -505,8 +520,10 @@ def _compile(plan: OpPlan, values: list, key: tuple, tensors: list, scalars: lis
         _remember(key, entry)
         return entry
     scalar_dtypes = tuple(_scalar_dtype(v, tensors) for v in scalars)
-    traced_fn = _traceable(plan, values, len(tensors), scalar_dtypes)
-    output_count = sum(1 for meta in fresh if meta is not None) + _mutated_count(plan, values)
+    # Empty new outputs need no computing (and torch-mlir cannot lower some empty constants).
+    computed = tuple(_computed(meta) for meta in fresh if meta is not None)
+    traced_fn = _traceable(plan, values, len(tensors), scalar_dtypes, computed)
+    output_count = sum(computed) + _mutated_count(plan, values)
     try:
         compiled = eager.compile_op(
             plan.name,
@@ -648,7 +665,9 @@ def _is_user_error(error: Exception) -> bool:
     return not any(marker in text for marker in ("meta", "Meta", "fake", "Fake", "not implemented"))
 
 
-def _traceable(plan: OpPlan, values: list, tensor_count: int, scalar_dtypes: tuple) -> Callable:
+def _traceable(
+    plan: OpPlan, values: list, tensor_count: int, scalar_dtypes: tuple, computed: tuple
+) -> Callable:
     """A function of flat tensors (then lifted scalars, as 0-d tensors) that performs the call.
 
     Mutated arguments are cloned first, and returned after the op's new outputs,
@@ -700,6 +719,7 @@ def _traceable(plan: OpPlan, values: list, tensor_count: int, scalar_dtypes: tup
             for alias, value in zip(plan.return_aliases, returns):
                 if alias is None and value is not None:
                     outputs.append(value)
+        outputs = [value for value, wanted in zip(outputs, computed) if wanted]
         for position in plan.mutated:
             value = call_values[position]
             outputs.extend(value if isinstance(value, list) else [value])

@@ -382,3 +382,15 @@ def native_batch_norm_inference(
         output = output + bias.reshape(shape)
     empty = torch.zeros(0, dtype=input.dtype, device=input.device)
     return output.to(input.dtype), empty, empty.clone()
+
+
+@lowering_rule(aten._batch_norm_with_update_functional.default)
+def batch_norm_with_update_functional(input, weight, bias, running_mean, running_var, momentum, eps):
+    # the training batch norm export emits -> _native_batch_norm_legit_functional, plus the
+    # (empty, CPU-style) reserve buffer cuDNN would fill
+    out, save_mean, save_rstd, new_mean, new_var = aten._native_batch_norm_legit_functional.default(
+        input, weight, bias, running_mean, running_var, True, momentum, eps
+    )
+    # (an empty slice of the input, not a literal: torch-mlir cannot lower empty ui8 literals)
+    reserve = input.reshape(-1)[:0].to(torch.uint8)
+    return out, save_mean, save_rstd, reserve, new_mean, new_var
