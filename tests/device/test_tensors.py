@@ -66,6 +66,15 @@ def test_type_promotion_with_scalars_matches_cpu():
     halves = torch.ones(3, dtype=torch.float16)
     assert (halves.to("neuron") * 2.5).dtype == torch.float16
     torch.testing.assert_close((ints.to("neuron") * 1.5).cpu(), ints * 1.5)
+    # 0-d operands: a wrapped number still does not promote
+    half_scalar = torch.tensor(1.5, dtype=torch.bfloat16)
+    assert (half_scalar.to("neuron") + 0.25).dtype == torch.bfloat16
+    # ops whose Python binding rejects a wrapped number (take_along_dim's remainder by an int)
+    x, index = torch.randn(3, 4), torch.tensor([[0, 1], [2, 3], [1, -1]])
+    assert torch.equal(
+        torch.take_along_dim(x.to("neuron"), index.to("neuron"), dim=1).cpu(),
+        torch.take_along_dim(x, index, dim=1),
+    )
 
 
 def test_parameters_data_and_deepcopy():

@@ -170,29 +170,55 @@ class OpPlan:
     def call(self, values: list) -> Any:
         args = []
         kwargs = {}
-        kinds = self.kinds
         for position, value in enumerate(values):
-            if (kinds[position] == TENSOR or kinds[position] == OPTIONAL_TENSOR) and isinstance(
-                value, (bool, int, float, complex)
-            ):
-                # A wrapped number (C++ passed a Scalar where the schema has a Tensor;
-                # Python sees it as a number): a 0-d tensor promotes the same way.
-                value = _wrapped_number_tensor(value)
             if self.kwarg_only[position]:
                 kwargs[self.names[position]] = value
             else:
                 args.append(value)
-        return self.op(*args, **kwargs)
+        try:
+            return self.op(*args, **kwargs)
+        except RuntimeError as error:
+            # A wrapped number (C++ passed a Scalar where the schema has a Tensor, and
+            # Python sees a number) that this op's Python binding does not accept.
+            if "Expected a value of type 'Tensor'" not in str(error):
+                raise
+            return self.call(_numbers_as_tensors(self, values))
 
 
-def _wrapped_number_tensor(value: Any) -> torch.Tensor:
+def _numbers_as_tensors(plan: "OpPlan", values: list) -> list:
+    """``values`` with numbers in Tensor positions as 0-d tensors that promote like them.
+
+    A wrapped number does not take part in type promotion unless its category
+    (bool < integer < float < complex) is higher than the tensors', so it becomes a
+    tensor of the first tensor operand's dtype when that is of the same category, and
+    of the default dtype of its category otherwise.
+    """
+    like = next((v for v in values if isinstance(v, torch.Tensor)), None)
+    converted = list(values)
+    for position, value in enumerate(values):
+        kind = plan.kinds[position]
+        if (kind == TENSOR or kind == OPTIONAL_TENSOR) and isinstance(value, (bool, int, float, complex)):
+            converted[position] = torch.tensor(value, dtype=_wrapped_dtype(value, like))
+    return converted
+
+
+def _wrapped_dtype(value: Any, like: torch.Tensor | None) -> torch.dtype:
     if isinstance(value, bool):
-        return torch.tensor(value, dtype=torch.bool)
-    if isinstance(value, int):
-        return torch.tensor(value, dtype=torch.int64)
-    if isinstance(value, float):
-        return torch.tensor(value, dtype=torch.get_default_dtype())
-    return torch.tensor(value)
+        category, default = 0, torch.bool
+    elif isinstance(value, int):
+        category, default = 1, torch.int64
+    elif isinstance(value, float):
+        category, default = 2, torch.get_default_dtype()
+    else:
+        category, default = 3, torch.complex64
+    if like is not None:
+        dtype = like.dtype
+        like_category = (
+            3 if dtype.is_complex else 2 if dtype.is_floating_point else 0 if dtype == torch.bool else 1
+        )
+        if like_category == category:
+            return dtype
+    return default
 
 
 _plans: dict[Any, OpPlan] = {}
