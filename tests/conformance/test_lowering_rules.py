@@ -261,3 +261,63 @@ def test_as_strided_scatter_rule_matches_pytorch():
         want = torch.as_strided_scatter(base, src, size, stride, offset)
         assert torch.equal(as_strided_scatter(base, src, size, stride, offset), want)
     assert as_strided_scatter(torch.randn(4, 4).t(), torch.randn(2), [2], [1], 0) is NotImplemented
+
+
+def test_convolution_backward_rule_for_transposed_and_grouped_convolutions():
+    import random
+
+    from torchneuron.lowering.rules.convolution import convolution_backward
+
+    rng = random.Random(1)
+    torch.manual_seed(0)
+    checked = {True: 0, False: 0}
+    for transposed in (True, False):
+        for _ in range(120):
+            spatial, groups = rng.choice([1, 2, 3]), rng.choice([2, 3] if not transposed else [1, 2])
+            c_in, c_out = groups * rng.choice([1, 2]), groups * rng.choice([1, 3])
+            kernel = [rng.choice([1, 2, 3]) for _ in range(spatial)]
+            stride = [rng.choice([1, 2, 3]) for _ in range(spatial)]
+            dilation = [rng.choice([1, 2]) for _ in range(spatial)]
+            padding = [rng.choice([0, 1, 2]) for _ in range(spatial)]
+            output_padding = (
+                [rng.randrange(max(s, d)) for s, d in zip(stride, dilation)]
+                if transposed else [0] * spatial
+            )
+            x = torch.randn(2, c_in, *[rng.choice([1, 3, 5, 7]) for _ in range(spatial)],
+                            dtype=torch.float64)
+            shape = (c_in, c_out // groups) if transposed else (c_out, c_in // groups)
+            w = torch.randn(*shape, *kernel, dtype=torch.float64)
+            try:
+                y = aten.convolution.default(x, w, None, stride, padding, dilation, transposed,
+                                             output_padding, groups)
+            except RuntimeError:
+                continue
+            args = (torch.randn_like(y), x, w, [y.shape[1]], stride, padding, dilation, transposed,
+                    output_padding, groups, [True, True, True])
+            got = convolution_backward(*args)
+            if got is NotImplemented:
+                continue
+            for mine, theirs in zip(got, aten.convolution_backward.default(*args)):
+                _close(mine, theirs, rtol=1e-9, atol=1e-9)
+            checked[transposed] += 1
+    assert checked[True] > 50 and checked[False] > 50
+
+
+def test_grouped_and_transposed_convolutions_train_in_eager_without_fallback():
+    import copy
+    import warnings
+
+    for module, shape in [
+        (torch.nn.ConvTranspose2d(4, 6, 3, stride=2, groups=2, output_padding=1), (1, 4, 5, 5)),
+        (torch.nn.Conv2d(4, 4, 3, groups=4, stride=2), (2, 4, 7, 7)),  # depthwise
+    ]:
+        x = torch.randn(*shape, requires_grad=True)
+        on_device = copy.deepcopy(module).to("neuron")
+        x_device = x.detach().to("neuron").requires_grad_(True)
+        module(x).square().sum().backward()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a CPU fallback warns
+            on_device(x_device).square().sum().backward()
+        _close(x_device.grad.cpu(), x.grad)
+        _close(on_device.weight.grad.cpu(), module.weight.grad)
+        _close(on_device.bias.grad.cpu(), module.bias.grad)

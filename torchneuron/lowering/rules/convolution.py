@@ -1,4 +1,4 @@
-"""Transposed convolution as an ordinary convolution, in the form torch-mlir lowers correctly.
+"""Transposed convolution (and its gradients) as ordinary convolutions, which torch-mlir lowers correctly.
 
 torch-mlir's lowering of a transposed ``aten.convolution`` infers a wrong result
 shape when the spatial dims have different strides, dilations or paddings (PyTorch
@@ -74,3 +74,78 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
 def _expand(values, count: int) -> list[int]:
     values = list(values)
     return values * count if len(values) == 1 else values
+
+
+@lowering_rule(aten.convolution_backward.default)
+def convolution_backward(
+    grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding,
+    groups, output_mask,
+):
+    # torch-mlir lowers the gradients of ungrouped ordinary convolutions only.
+    spatial = input.dim() - 2
+    if spatial < 1 or weight.dim() != input.dim():
+        return NotImplemented
+    stride = _expand(stride, spatial)
+    padding = _expand(padding, spatial)
+    dilation = _expand(dilation, spatial)
+    output_padding = _expand(output_padding, spatial)
+    if not transposed:
+        if groups == 1:
+            return NotImplemented
+        return _grouped_backward(
+            grad_output, input, weight, stride, padding, dilation, groups, output_mask
+        )
+    # A transposed convolution is the input-gradient of an ordinary one, so its own
+    # gradients are ordinary convolutions: grad_input = conv(grad_output, weight) and
+    # grad_weight = the weight-gradient of conv(grad_output) reaching input.
+    if any(extra >= step for extra, step in zip(output_padding, stride)):
+        return NotImplemented  # the ordinary convolution would not reach input's size
+    zeros = [0] * spatial
+    grad_input = grad_weight = grad_bias = None
+    if output_mask[0]:
+        grad_input = aten.convolution.default(
+            grad_output, weight, None, stride, padding, dilation, False, zeros, groups
+        )
+    if output_mask[1]:
+        grad_weight = aten.convolution_backward.default(
+            input, grad_output, weight, None, stride, padding, dilation, False, zeros, groups,
+            [False, True, False],
+        )[1]
+    if output_mask[2]:
+        grad_bias = grad_output.sum([0, *range(2, grad_output.dim())])
+    return grad_input, grad_weight, grad_bias
+
+
+def _grouped_backward(grad_output, input, weight, stride, padding, dilation, groups, output_mask):
+    # Gradients of a grouped ordinary convolution: grad_input is the grouped transposed
+    # convolution of grad_output (with the output padding that restores input's size);
+    # grad_weight is each group's ungrouped weight-gradient, stacked.
+    spatial = input.dim() - 2
+    zeros = [0] * spatial
+    grad_input = grad_weight = grad_bias = None
+    if output_mask[0]:
+        kernel = weight.shape[2:]
+        restore = [
+            input.shape[2 + i]
+            - ((grad_output.shape[2 + i] - 1) * stride[i] - 2 * padding[i]
+               + dilation[i] * (kernel[i] - 1) + 1)
+            for i in range(spatial)
+        ]
+        grad_input = convolution(
+            grad_output, weight, None, stride, padding, dilation, True, restore, groups
+        )
+    if output_mask[1]:
+        parts = []
+        for inputs, grads, weights in zip(
+            input.chunk(groups, 1), grad_output.chunk(groups, 1), weight.chunk(groups, 0)
+        ):
+            parts.append(
+                aten.convolution_backward.default(
+                    grads, inputs, weights, None, stride, padding, dilation, False, zeros, 1,
+                    [False, True, False],
+                )[1]
+            )
+        grad_weight = torch.cat(parts, 0)
+    if output_mask[2]:
+        grad_bias = grad_output.sum([0, *range(2, grad_output.dim())])
+    return grad_input, grad_weight, grad_bias
