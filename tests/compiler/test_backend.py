@@ -155,3 +155,20 @@ def test_recompiling_same_graph_reuses_compiled_frame_with_new_weights(monkeypat
         torch._dynamo.reset()
         torch.testing.assert_close(torch.compile(second, backend="neuron")(x), second(x))
     assert len(calls) == 1  # the second model reused the compiled graph, fed its own weights
+
+
+def test_training_after_a_dynamic_recompile_stays_on_the_device(monkeypatch):
+    # A second module of the same class with other shapes makes Dynamo recompile with
+    # symbolic sizes; the forward graph then returns sizes (numbers) saved for backward.
+    monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
+    torch._dynamo.reset()
+    for features, batch in [(4, 2), (5, 3), (6, 4)]:
+        layer = torch.nn.Linear(features, 3)
+        x = torch.randn(batch, features, requires_grad=True)
+        reference = x.detach().clone().requires_grad_(True)
+        torch.compile(layer, backend="neuron")(x).square().sum().backward()
+        compiled_grad = layer.weight.grad.clone()
+        layer.weight.grad = None
+        layer(reference).square().sum().backward()
+        torch.testing.assert_close(x.grad, reference.grad)
+        torch.testing.assert_close(compiled_grad, layer.weight.grad)

@@ -156,6 +156,7 @@ class NeuronGraphFunction:
         self.compiled = compiled
         self.loaded = load_neff(compiled.neff, core=core)
         self.none_outputs = set(compiled.none_outputs)
+        self.constant_outputs = dict(compiled.constant_outputs)
         self.output_count = compiled.output_count
 
     def __call__(self, *args):
@@ -175,6 +176,9 @@ class NeuronGraphFunction:
         for i in range(self.output_count):
             if i in self.none_outputs:
                 outputs.append(None)
+                continue
+            if i in self.constant_outputs:
+                outputs.append(self.constant_outputs[i])
                 continue
             tensor = tensors.from_numpy(next(produced))
             outputs.append(tensor if device.type == "cpu" else tensor.to(device))

@@ -60,6 +60,7 @@ class CompiledGraph:
     output_count: int         # outputs of the FX graph, None ones included
     none_outputs: tuple[int, ...]
     artifacts: dict[str, str] = field(default_factory=dict)
+    constant_outputs: dict[int, Any] = field(default_factory=dict)  # position -> number
     stage_seconds: dict[str, float] = field(default_factory=dict)
     pass_timings: dict[str, float] = field(default_factory=dict)
     pass_counters: dict[str, int] = field(default_factory=dict)
@@ -395,6 +396,7 @@ class _Compilation:
             outputs=outputs,
             output_count=prepared.output_count if prepared else 0,
             none_outputs=prepared.none_outputs if prepared else (),
+            constant_outputs=dict(prepared.constant_outputs) if prepared else {},
             artifacts=self.artifacts,
             stage_seconds=self.seconds,
             pass_timings=dict(report.timings) if report else {},

@@ -39,6 +39,9 @@ class PreparedGraph:
     weights: dict[str, torch.Tensor] = field(default_factory=dict)
     output_count: int = 0          # outputs of the original graph, None ones included
     none_outputs: tuple[int, ...] = ()  # positions of the outputs that are None
+    # outputs that are plain numbers (a size AOTAutograd saves for the backward pass,
+    # concrete once the graph is specialised to its input shapes): position -> value
+    constant_outputs: dict[int, object] = field(default_factory=dict)
 
 
 def prepare_graph(
@@ -96,16 +99,21 @@ def prepare_graph(
     if not isinstance(results, (tuple, list)):
         results = (results,)
     none_outputs = tuple(i for i, r in enumerate(results) if r is None)
+    constant_outputs = {
+        i: r for i, r in enumerate(results) if isinstance(r, (bool, int, float))
+    }
     for i, r in enumerate(results):
-        if r is None:
+        if r is None or i in constant_outputs:
             continue
         if not isinstance(r, torch.fx.Node) or not isinstance(r.meta.get("val"), torch.Tensor):
             raise LoweringError(f"graph output {i} is {r!r}, not a tensor")
         _check_static(f"output {i}", r.meta["val"])
-    output_node.args = (tuple(r for r in results if r is not None),)
+    output_node.args = (
+        tuple(r for i, r in enumerate(results) if r is not None and i not in constant_outputs),
+    )
     graph.eliminate_dead_code()
     normalize_graph(graph)
-    return PreparedGraph(gm, arguments, weights, len(results), none_outputs)
+    return PreparedGraph(gm, arguments, weights, len(results), none_outputs, constant_outputs)
 
 
 def import_graph(prepared: PreparedGraph, context: ir.Context | None = None) -> ir.Module:
