@@ -172,3 +172,23 @@ def test_training_after_a_dynamic_recompile_stays_on_the_device(monkeypatch):
         layer(reference).square().sum().backward()
         torch.testing.assert_close(x.grad, reference.grad)
         torch.testing.assert_close(compiled_grad, layer.weight.grad)
+
+
+def test_empty_outputs_are_made_at_call_time(monkeypatch):
+    # torch-mlir cannot lower an empty uint8 literal (batch norm's reserve buffer); an
+    # output with no elements is made by the caller instead of the program.
+    monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
+
+    def step(x, running_mean, running_var):
+        return torch.ops.aten._batch_norm_with_update(x, None, None, running_mean, running_var, 0.1, 1e-5)
+
+    x = torch.randn(4, 3, 5)
+    mean, var = torch.zeros(3), torch.ones(3)
+    want = step(x, mean, var)
+    mean_compiled, var_compiled = torch.zeros(3), torch.ones(3)
+    got = torch.compile(step, backend="neuron")(x, mean_compiled, var_compiled)
+    for mine, theirs in zip(got, want):
+        assert mine.dtype == theirs.dtype and mine.shape == theirs.shape
+    torch.testing.assert_close(got[0], want[0])
+    torch.testing.assert_close(mean_compiled, mean)
+    torch.testing.assert_close(var_compiled, var)

@@ -24,6 +24,7 @@ from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from torchneuron.lowering import LoweringError, decomposition_table
+from torchneuron.lowering.fx_to_torch import EmptyOutput
 
 from . import tensors
 from .pipeline import CompiledGraph, compile_graph
@@ -178,7 +179,8 @@ class NeuronGraphFunction:
                 outputs.append(None)
                 continue
             if i in self.constant_outputs:
-                outputs.append(self.constant_outputs[i])
+                value = self.constant_outputs[i]
+                outputs.append(value.make(device) if isinstance(value, EmptyOutput) else value)
                 continue
             tensor = tensors.from_numpy(next(produced))
             outputs.append(tensor if device.type == "cpu" else tensor.to(device))

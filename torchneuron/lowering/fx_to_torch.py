@@ -30,6 +30,17 @@ class ArgumentInfo:
     dtype: torch.dtype
 
 
+@dataclass(frozen=True)
+class EmptyOutput:
+    """A graph output with no elements: made at call time, not by the program."""
+
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+
+    def make(self, device: torch.device) -> torch.Tensor:
+        return torch.empty(self.shape, dtype=self.dtype, device=device)
+
+
 @dataclass
 class PreparedGraph:
     """A graph ready for import and what the runtime needs to call it."""
@@ -99,9 +110,14 @@ def prepare_graph(
     if not isinstance(results, (tuple, list)):
         results = (results,)
     none_outputs = tuple(i for i, r in enumerate(results) if r is None)
-    constant_outputs = {
+    constant_outputs: dict[int, object] = {
         i: r for i, r in enumerate(results) if isinstance(r, (bool, int, float))
     }
+    for i, r in enumerate(results):
+        value = r.meta.get("val") if isinstance(r, torch.fx.Node) else None
+        if isinstance(value, torch.Tensor) and _is_static(value) and value.numel() == 0:
+            # Nothing to compute (and torch-mlir cannot lower every empty literal).
+            constant_outputs[i] = EmptyOutput(tuple(value.shape), value.dtype)
     for i, r in enumerate(results):
         if r is None or i in constant_outputs:
             continue
@@ -123,6 +139,10 @@ def import_graph(prepared: PreparedGraph, context: ir.Context | None = None) -> 
     importer = FxImporter(context=context)
     importer.import_stateless_graph(prepared.graph_module.graph, func_name="main")
     return importer.module
+
+
+def _is_static(value: torch.Tensor) -> bool:
+    return all(isinstance(d, int) for d in value.shape)
 
 
 def _check_static(what: str, value: torch.Tensor) -> None:
