@@ -128,3 +128,16 @@ def test_bfloat16_norms_round_once_like_cpu():
         want = case(x.float(), w.float(), b.float()).to(torch.bfloat16)
         got = case(x.to("neuron"), w.to("neuron"), b.to("neuron")).cpu()
         assert torch.equal(got, want), case
+
+
+def test_bfloat16_convolution_adds_its_bias_before_rounding():
+    torch.manual_seed(0)
+    x = torch.randn(2, 16, 9, dtype=torch.bfloat16)
+    w = torch.randn(8, 16, 3, dtype=torch.bfloat16)
+    b = (torch.randn(8) * 20).to(torch.bfloat16)  # large: cancels the convolution's sums
+    want = torch.nn.functional.conv1d(x.float(), w.float(), b.float())
+    got = torch.nn.functional.conv1d(x.to("neuron"), w.to("neuron"), b.to("neuron")).cpu()
+    assert got.dtype == torch.bfloat16
+    # one rounding of the float32 result: within half a bfloat16 ulp (plus float32 noise)
+    ulp = torch.finfo(torch.bfloat16).eps * want.abs().clamp_min(2.0**-126)
+    assert ((got.float() - want).abs() <= 0.5 * ulp + 1e-5).all()

@@ -234,3 +234,26 @@ def test_the_estimate_does_not_change_an_unannotated_module():
     before = str(module)
     estimate(module, "trn2")
     assert str(module) == before
+
+
+def test_half_precision_convolution_with_bias_is_costed_at_bfloat16_width():
+    # The lowering upcasts a bfloat16 convolution with bias to float32 (bias added to the
+    # accumulator, rounded once); the TensorEngine still multiplies bfloat16 operands.
+    import torch
+    import torch.nn.functional as F
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from torchneuron.compiler.pipeline import compile_graph
+
+    x, w, b = torch.randn(8, 64, 32, 32), torch.randn(128, 64, 3, 3), torch.randn(128)
+    latency = {}
+    for name, function, args in [
+        ("bias", lambda x, w, b: F.conv2d(x, w, b), (x, w, b)),
+        ("plain", lambda x, w: F.conv2d(x, w), (x, w)),
+    ]:
+        for dtype in (torch.bfloat16, torch.float32):
+            typed = [t.to(dtype) for t in args]
+            compiled = compile_graph(make_fx(function)(*typed), typed)
+            latency[name, dtype] = compiled.schedule.latency_s
+    assert latency["bias", torch.bfloat16] < 0.5 * latency["bias", torch.float32]
+    assert latency["bias", torch.bfloat16] < 1.2 * latency["plain", torch.bfloat16]

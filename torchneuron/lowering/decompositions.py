@@ -61,6 +61,11 @@ FLOAT32_ACCUMULATION = [
     aten._adaptive_avg_pool3d.default,
     aten.native_group_norm.default,
     aten.native_layer_norm.default,
+    # A half-precision convolution's bias is added to the float32 accumulator and the sum
+    # rounded once, as the TensorEngine's PSUM accumulation does: rounding the
+    # convolution first loses the bias's digits under cancellation. (The cost model
+    # counts the upcast operands at their bfloat16 width.)
+    aten.convolution.default,
     # (not the training forms with running statistics: they update those in place,
     # which an upcast copy would swallow)
     aten._native_batch_norm_legit_no_training.default,

@@ -554,7 +554,8 @@ def _cost_matmul(chip, lnc, builder, node, members, views, info_of) -> None:
         batch, m, k, n = _convolution_dimensions(node)
     else:
         batch, m, k, n = _dot_dimensions(node)
-    lhs, rhs = node.operand_infos[0], node.operand_infos[1]
+    lhs = _multiplied_info(node.operands[0], node.operand_infos[0], views)
+    rhs = _multiplied_info(node.operands[1], node.operand_infos[1], views)
     dtype = lhs.dtype if lhs.itemsize >= rhs.itemsize else rhs.dtype
     cost = matmul_cost(
         chip, lnc, batch, m, k, n, dtype, (lhs.itemsize, rhs.itemsize, node.results[0].itemsize)
@@ -573,6 +574,24 @@ def _cost_matmul(chip, lnc, builder, node, members, views, info_of) -> None:
         source = _external_source(ref, members, views)
         if source is not None:
             builder.read(source, info_of(source).nbytes * factor)
+
+
+def _multiplied_info(ref, info, views):
+    """The operand as the TensorEngine multiplies it: a float widened by a ``convert``
+    just for this product (bfloat16 upcast so the result accumulates in float32) is fed
+    to the engine at its narrow width, which accumulates in float32 anyway."""
+    if ref[0] == ARGUMENT:
+        return info
+    producer = views[ref[0]]
+    if producer.name != "stablehlo.convert" or not producer.operand_infos:
+        return info
+    source = producer.operand_infos[0]
+    if 0 < source.itemsize < info.itemsize and source.dtype in _NARROW_FLOATS:
+        return source
+    return info
+
+
+_NARROW_FLOATS = ("bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")
 
 
 def _external_source(ref, members, views):
