@@ -128,6 +128,11 @@ def test_bfloat16_norms_round_once_like_cpu():
         want = case(x.float(), w.float(), b.float()).to(torch.bfloat16)
         got = case(x.to("neuron"), w.to("neuron"), b.to("neuron")).cpu()
         assert torch.equal(got, want), case
+    # an explicit dtype equal to the input's still accumulates in float32 (masked ops do this)
+    big = torch.randn(4, 500, dtype=torch.bfloat16) * 8
+    got = torch.sum(big.to("neuron").square(), 1, dtype=torch.bfloat16).cpu()
+    # (the squares are rounded by their own op, then summed in float32 and rounded once)
+    assert torch.equal(got, big.square().float().sum(1).to(torch.bfloat16))
 
 
 def test_bfloat16_convolution_adds_its_bias_before_rounding():

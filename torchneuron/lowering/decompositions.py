@@ -96,12 +96,15 @@ def _in_float32(op, beneath: Callable | None) -> Callable:
         half = {t.dtype for t in floating if t.dtype in _HALF_TYPES}
         # other floating operands may only be 0-d (Python scalars lifted to tensors)
         others_scalar = all(t.dim() == 0 for t in floating if t.dtype not in _HALF_TYPES)
-        if kwargs.get("dtype") is None and len(half) == 1 and others_scalar:
+        requested = kwargs.get("dtype")
+        if len(half) == 1 and others_scalar and requested in (None, *half):
             (dtype,) = half
             wide = [
                 a.to(torch.float32) if isinstance(a, torch.Tensor) and a.dtype == dtype else a
                 for a in args
             ]
+            if requested is not None:  # sum(x, dtype=bfloat16) accumulates in float32 too
+                kwargs = {**kwargs, "dtype": torch.float32}
             result = op(*wide, **kwargs)
             results = result if isinstance(result, (tuple, list)) else [result]
             narrow = [
