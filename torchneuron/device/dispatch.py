@@ -379,6 +379,8 @@ class _Entry:
     scalar_dtypes: tuple[np.dtype, ...]
     # (shape, stride, dtype) of each new output tensor, in return order (None: an undefined return)
     fresh: tuple[tuple | None, ...]
+    # shape of each mutated tensor after the call; empty ones are not program outputs
+    mutated_shapes: tuple[tuple[int, ...], ...] = ()
     # ``fresh`` without the Nones and the empty tensors: what the program returns
     fresh_metas: tuple[tuple, ...] = ()
 
@@ -488,10 +490,16 @@ def _assemble(plan: OpPlan, values: list, entry: _Entry, outputs: list, device: 
         fresh_outputs = [
             next(made) if _computed(meta) else _empty_output(meta, device) for meta in entry.fresh
         ]
+    shapes = iter(entry.mutated_shapes)
     for arg_position in plan.mutated:
         value = values[arg_position]
         targets = value if isinstance(value, (list, tuple)) else (value,)
         for target in targets:
+            shape = next(shapes)
+            if 0 in shape:  # nothing to write: only the shape can change
+                if tuple(target.shape) != shape:
+                    target.resize_(shape)
+                continue
             array = outputs[position]
             position += 1
             if tuple(target.shape) != array.shape:
@@ -540,7 +548,7 @@ def _compile(plan: OpPlan, values: list, key: tuple, tensors: list, scalars: lis
     _register_numpy_views()  # every compiled entry runs after this
     specs = [eager.TensorSpec(tuple(t.shape), tuple(t.stride()), t.dtype) for t in tensors]
     try:
-        fresh = _fresh_output_metadata(plan, values)
+        fresh, mutated_shapes = _fresh_output_metadata(plan, values)
     except _MetaUnavailable as error:
         entry: _Entry | _HostOnly = _HostOnly(str(error), True, error.data_dependent)
         _remember(key, entry)
@@ -548,8 +556,9 @@ def _compile(plan: OpPlan, values: list, key: tuple, tensors: list, scalars: lis
     scalar_dtypes = tuple(_scalar_dtype(v, tensors) for v in scalars)
     # Empty new outputs need no computing (and torch-mlir cannot lower some empty constants).
     computed = tuple(_computed(meta) for meta in fresh if meta is not None)
-    traced_fn = _traceable(plan, values, len(tensors), scalar_dtypes, computed)
-    output_count = sum(computed) + _mutated_count(plan, values)
+    mutated_computed = tuple(0 not in shape for shape in mutated_shapes)
+    traced_fn = _traceable(plan, values, len(tensors), scalar_dtypes, computed, mutated_computed)
+    output_count = sum(computed) + sum(mutated_computed)
     try:
         compiled = eager.compile_op(
             plan.name,
@@ -558,7 +567,7 @@ def _compile(plan: OpPlan, values: list, key: tuple, tensors: list, scalars: lis
             traced_fn,
             output_count,
         )
-        entry = _Entry(compiled, scalar_dtypes, fresh)
+        entry = _Entry(compiled, scalar_dtypes, fresh, mutated_shapes)
     except eager.OpCompileError as error:
         entry = _HostOnly(error.reason, error.unsupported)
     _remember(key, entry)
@@ -603,14 +612,6 @@ def _stable_key(key: tuple) -> tuple:
     return tuple(stable(p) for p in key)
 
 
-def _mutated_count(plan: OpPlan, values: list) -> int:
-    count = 0
-    for position in plan.mutated:
-        value = values[position]
-        count += len(value) if isinstance(value, (list, tuple)) else 1
-    return count
-
-
 class _MetaUnavailable(Exception):
     def __init__(self, reason: str, data_dependent: bool = False):
         super().__init__(reason)
@@ -623,7 +624,9 @@ class _MetaRejected(Exception):
         self.reason = reason
 
 
-def _fresh_output_metadata(plan: OpPlan, values: list) -> tuple[tuple | None, ...]:
+def _fresh_output_metadata(
+    plan: OpPlan, values: list
+) -> tuple[tuple[tuple | None, ...], tuple[tuple[int, ...], ...]]:
     """Shape, strides and dtype of each new tensor the op returns, from a fake-tensor run.
 
     A fake run reproduces the CPU kernel's argument checks, so user errors surface
@@ -673,7 +676,13 @@ def _fresh_output_metadata(plan: OpPlan, values: list) -> tuple[tuple | None, ..
                 fresh.append(None)
             else:
                 fresh.append((tuple(item.shape), tuple(item.stride()), item.dtype))
-    return tuple(fresh)
+    # the shape each mutated argument has after the call (out= arguments are resized)
+    mutated_shapes = []
+    for position in plan.mutated:
+        value = fake_values[position]
+        for item in value if isinstance(value, (list, tuple)) else (value,):
+            mutated_shapes.append(tuple(item.shape))
+    return tuple(fresh), tuple(mutated_shapes)
 
 
 def _is_user_error(error: Exception) -> bool:
@@ -692,7 +701,12 @@ def _is_user_error(error: Exception) -> bool:
 
 
 def _traceable(
-    plan: OpPlan, values: list, tensor_count: int, scalar_dtypes: tuple, computed: tuple
+    plan: OpPlan,
+    values: list,
+    tensor_count: int,
+    scalar_dtypes: tuple,
+    computed: tuple,
+    mutated_computed: tuple,
 ) -> Callable:
     """A function of flat tensors (then lifted scalars, as 0-d tensors) that performs the call.
 
@@ -746,9 +760,11 @@ def _traceable(
                 if alias is None and value is not None:
                     outputs.append(value)
         outputs = [value for value, wanted in zip(outputs, computed) if wanted]
+        written = []
         for position in plan.mutated:
             value = call_values[position]
-            outputs.extend(value if isinstance(value, list) else [value])
+            written.extend(value if isinstance(value, list) else [value])
+        outputs.extend(value for value, wanted in zip(written, mutated_computed) if wanted)
         return tuple(outputs)
 
     return traced
