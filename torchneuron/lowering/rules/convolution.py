@@ -41,13 +41,10 @@ def _insert_zeros(x: torch.Tensor, dim: int, stride: int) -> torch.Tensor:
 def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     if not transposed:
         return NotImplemented
-    spatial = input.dim() - 2
-    if spatial < 1 or weight.dim() != input.dim():
+    parameters = _parameters(input, weight, stride, padding, dilation, output_padding)
+    if parameters is None:
         return NotImplemented
-    stride = _expand(stride, spatial)
-    padding = _expand(padding, spatial)
-    dilation = _expand(dilation, spatial)
-    output_padding = _expand(output_padding, spatial)
+    spatial, stride, padding, dilation, output_padding = parameters
     kernel = weight.shape[2:]
 
     x = input
@@ -71,6 +68,20 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     )
 
 
+def _parameters(input, weight, stride, padding, dilation, output_padding):
+    """(spatial dims, and each per-dim list at full length), or None for a shape not covered."""
+    spatial = input.dim() - 2
+    if spatial < 1 or weight.dim() != input.dim():
+        return None
+    return (
+        spatial,
+        _expand(stride, spatial),
+        _expand(padding, spatial),
+        _expand(dilation, spatial),
+        _expand(output_padding, spatial),
+    )
+
+
 def _expand(values, count: int) -> list[int]:
     values = list(values)
     return values * count if len(values) == 1 else values
@@ -82,13 +93,10 @@ def convolution_backward(
     groups, output_mask,
 ):
     # torch-mlir lowers the gradients of ungrouped ordinary convolutions only.
-    spatial = input.dim() - 2
-    if spatial < 1 or weight.dim() != input.dim():
+    parameters = _parameters(input, weight, stride, padding, dilation, output_padding)
+    if parameters is None:
         return NotImplemented
-    stride = _expand(stride, spatial)
-    padding = _expand(padding, spatial)
-    dilation = _expand(dilation, spatial)
-    output_padding = _expand(output_padding, spatial)
+    spatial, stride, padding, dilation, output_padding = parameters
     if not transposed:
         if groups == 1:
             return NotImplemented
