@@ -112,8 +112,6 @@ class HbmAllocator:
             raise ValueError(f"cannot allocate a negative number of bytes ({nbytes}) for {tag!r}")
         charged = -(-nbytes // ALLOCATION_GRANULARITY) * ALLOCATION_GRANULARITY
         with self._lock:
-            if self._deferred and not self._busy:
-                self._release_deferred()
             self._busy = True
             try:
                 allocated = self._allocated + charged
@@ -135,9 +133,7 @@ class HbmAllocator:
                 if len(self._blocks) > self._peak_blocks:
                     self._peak_blocks = len(self._blocks)
             finally:
-                self._busy = False
-            if self._deferred:
-                self._release_deferred()
+                self._end_update()
         return handle
 
     def free(self, handle: int) -> None:
@@ -158,9 +154,7 @@ class HbmAllocator:
                     )
                 self._account_free(block)
             finally:
-                self._busy = False
-            if self._deferred:
-                self._release_deferred()
+                self._end_update()
 
     def _account_free(self, block: tuple[int, int, str]) -> None:
         charged, nbytes, _tag = block
@@ -170,11 +164,10 @@ class HbmAllocator:
         self._total_requested_freed += nbytes
         self._num_frees += 1
 
-    def _release_deferred(self) -> None:
-        """Carry out the frees deferred during an update (lock held, not busy)."""
-        self._busy = True
+    def _end_update(self) -> None:
+        """Leave an update (lock held), carrying out the frees deferred during it."""
         try:
-            while self._deferred:
+            while self._deferred:  # still busy: a free arriving now joins the queue
                 handle = self._deferred.pop()
                 block = self._blocks.pop(handle, None)
                 if block is None:
@@ -192,8 +185,6 @@ class HbmAllocator:
     def reset_peak(self) -> None:
         """Restart peak tracking from the current usage."""
         with self._lock:
-            if self._deferred and not self._busy:
-                self._release_deferred()
             self._peak_allocated = self._allocated
             self._peak_requested = self._requested
             self._peak_blocks = len(self._blocks)
@@ -201,15 +192,11 @@ class HbmAllocator:
     def live_allocations(self) -> list[tuple[int, int, str]]:
         """``(handle, bytes charged, tag)`` of every live allocation, oldest first."""
         with self._lock:
-            if self._deferred and not self._busy:
-                self._release_deferred()
             return [(handle, block[0], block[2]) for handle, block in self._blocks.items()]
 
     def stats(self) -> dict[str, Any]:
         """Counters under ``torch.cuda.memory_stats`` key names, plus ``capacity_bytes``."""
         with self._lock:
-            if self._deferred and not self._busy:
-                self._release_deferred()
             stats: dict[str, Any] = {}
             for prefix in ("allocated_bytes", "reserved_bytes", "active_bytes"):
                 stats[f"{prefix}.all.current"] = self._allocated
