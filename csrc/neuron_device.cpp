@@ -717,9 +717,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("host_alias", &host_alias,
         "CPU tensor aliasing a neuron tensor's bytes (same sizes, strides, offset).",
         pybind11::arg("tensor"), pybind11::arg("resizable") = false);
-  m.def("host_input", &host_input,
-        "Dense host data of a neuron tensor: its alias, or a resolved contiguous copy.",
-        pybind11::arg("tensor"));
   m.def("register_numpy_view", &register_numpy_view,
         "Carry `dtype` (absent from numpy) as `carrier` integers viewed as `numpy_dtype`.");
   m.def("host_arrays", &host_arrays,

@@ -108,11 +108,6 @@ def to_numpy(tensor: torch.Tensor) -> np.ndarray:
     return _C.host_arrays([tensor])[0]
 
 
-def write_into(tensor: torch.Tensor, array: np.ndarray) -> None:
-    """Copy ``array`` (same shape and dtype; may be read-only) into the device tensor ``tensor``."""
-    _C.write_array(tensor, array)
-
-
 # ---------------------------------------------------------------------------
 # Per-op plans (built once per OpOverload from its schema)
 # ---------------------------------------------------------------------------
@@ -476,8 +471,6 @@ def _run_compiled(plan: OpPlan, values: list, device: int) -> Any:
             inputs.append(np.asarray(value, dtype=dtype))
     outputs = entry.compiled.execute(device, inputs)
     return _assemble(plan, values, entry, outputs, device)
-
-
 
 
 def _assemble(plan: OpPlan, values: list, entry: _Entry, outputs: list, device: int) -> Any:

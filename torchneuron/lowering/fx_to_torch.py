@@ -110,20 +110,20 @@ def prepare_graph(
     if not isinstance(results, (tuple, list)):
         results = (results,)
     none_outputs = tuple(i for i, r in enumerate(results) if r is None)
-    constant_outputs: dict[int, object] = {
-        i: r for i, r in enumerate(results) if isinstance(r, (bool, int, float))
-    }
+    constant_outputs: dict[int, object] = {}
     for i, r in enumerate(results):
-        value = r.meta.get("val") if isinstance(r, torch.fx.Node) else None
-        if isinstance(value, torch.Tensor) and _is_static(value) and value.numel() == 0:
-            # Nothing to compute (and torch-mlir cannot lower every empty literal).
-            constant_outputs[i] = EmptyOutput(tuple(value.shape), value.dtype)
-    for i, r in enumerate(results):
-        if r is None or i in constant_outputs:
+        if r is None:
+            continue
+        if isinstance(r, (bool, int, float)):
+            constant_outputs[i] = r
             continue
         if not isinstance(r, torch.fx.Node) or not isinstance(r.meta.get("val"), torch.Tensor):
             raise LoweringError(f"graph output {i} is {r!r}, not a tensor")
-        _check_static(f"output {i}", r.meta["val"])
+        value = r.meta["val"]
+        _check_static(f"output {i}", value)
+        if value.numel() == 0:
+            # Nothing to compute (and torch-mlir cannot lower every empty literal).
+            constant_outputs[i] = EmptyOutput(tuple(value.shape), value.dtype)
     output_node.args = (
         tuple(r for i, r in enumerate(results) if r is not None and i not in constant_outputs),
     )
@@ -139,10 +139,6 @@ def import_graph(prepared: PreparedGraph, context: ir.Context | None = None) -> 
     importer = FxImporter(context=context)
     importer.import_stateless_graph(prepared.graph_module.graph, func_name="main")
     return importer.module
-
-
-def _is_static(value: torch.Tensor) -> bool:
-    return all(isinstance(d, int) for d in value.shape)
 
 
 def _check_static(what: str, value: torch.Tensor) -> None:

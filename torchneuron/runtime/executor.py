@@ -243,8 +243,9 @@ class XlaCpuExecutor:
         avals = [self._shaped_array(t.shape, numpy_dtype(t.dtype)) for t in input_types]
         weights = list(weight_buffers)
         inputs_first = list(argument_plan) == list(range(len(input_types))) + [None] * len(weights)
-        to_host = np.array  # a copy the caller owns and may write; jax views are read-only
-        view = np.asarray  # read-only, for a caller that copies the values out at once
+        # np.array: a copy the caller owns and may write (jax arrays are read-only);
+        # np.asarray: a read-only view, for a caller that copies the values out at once.
+        to_host = {True: np.array, False: np.asarray}
 
         if inputs_first:
 
@@ -254,9 +255,8 @@ class XlaCpuExecutor:
                     for aval, array in zip(avals, arrays)
                 ]
                 args += weights
-                if copy:
-                    return [to_host(out) for out in execute(args)]
-                return [view(out) for out in execute(args)]
+                convert = to_host[copy]
+                return [convert(out) for out in execute(args)]
 
             return run
 
@@ -276,9 +276,8 @@ class XlaCpuExecutor:
                 args[position] = put(
                     avals[source], sharding, [arrays[source]], devices, True, False, zero_copy, True
                 )
-            if copy:
-                return [to_host(out) for out in execute(args)]
-            return [view(out) for out in execute(args)]
+            convert = to_host[copy]
+            return [convert(out) for out in execute(args)]
 
         return run_interleaved
 
