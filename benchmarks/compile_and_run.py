@@ -20,9 +20,9 @@ os.environ.setdefault(
     "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 )
 
-import torch  # noqa: E402
+import torch
 
-from torchneuron.zoo import ZOO  # noqa: E402
+from torchneuron.zoo import ZOO
 
 
 def timed(fn) -> float:
@@ -48,8 +48,10 @@ def main() -> None:
     model = entry.build().eval()
     inputs = entry.example_inputs()
 
-    print(f"model: {args.model} ({sum(p.numel() for p in model.parameters())} parameters), "
-          f"inputs {[tuple(t.shape) for t in inputs]}, torch threads 1, XLA single-threaded")
+    print(
+        f"model: {args.model} ({sum(p.numel() for p in model.parameters())} parameters), "
+        f"inputs {[tuple(t.shape) for t in inputs]}, torch threads 1, XLA single-threaded"
+    )
 
     # -- compile times -------------------------------------------------------
     compile_rows = []
@@ -57,11 +59,11 @@ def main() -> None:
         torch._dynamo.reset()
         with torch.no_grad():
             compiled = torch.compile(model, backend=backend)
-            cold = timed(lambda: compiled(*inputs))
+            cold = timed(lambda compiled=compiled: compiled(*inputs))
         torch._dynamo.reset()  # forget Dynamo's code cache; keep the backend's own caches
         with torch.no_grad():
             compiled = torch.compile(model, backend=backend)
-            warm = timed(lambda: compiled(*inputs))
+            warm = timed(lambda compiled=compiled: compiled(*inputs))
         compile_rows.append((backend, cold, warm))
     torch._dynamo.reset()
 
@@ -71,8 +73,10 @@ def main() -> None:
         print(f"{backend:10} {cold:9.3f} {warm:9.3f}")
     neuron_cold, inductor_cold = compile_rows[0][1], compile_rows[1][1]
     print(f"neuron/inductor cold compile ratio: {neuron_cold / inductor_cold:.2f}")
-    print("(second = torch._dynamo.reset() then compile again: Dynamo retraces; the backend's\n"
-          " own caches answer the rest)")
+    print(
+        "(second = torch._dynamo.reset() then compile again: Dynamo retraces; the backend's\n"
+        " own caches answer the rest)"
+    )
 
     # compile_graph alone, on the ATen forward graph: cold, then the in-memory cache.
     from torch.fx.experimental.proxy_tensor import make_fx
@@ -86,8 +90,10 @@ def main() -> None:
     first = compile_graph(aten_graph, inputs, name="bench")
     hit_seconds = timed(lambda: compile_graph(aten_graph, inputs, name="bench"))
     stage_ms = ", ".join(f"{k} {v * 1e3:.1f}" for k, v in first.stage_seconds.items())
-    print(f"compile_graph: cold {sum(first.stage_seconds.values()):.3f} s ({stage_ms} ms); "
-          f"same graph again {hit_seconds * 1e3:.2f} ms (in-memory cache)")
+    print(
+        f"compile_graph: cold {sum(first.stage_seconds.values()):.3f} s ({stage_ms} ms); "
+        f"same graph again {hit_seconds * 1e3:.2f} ms (in-memory cache)"
+    )
 
     # -- steady-state inference --------------------------------------------------
     with torch.no_grad():

@@ -23,9 +23,9 @@ import time
 
 os.environ.setdefault("TORCHNEURON_CACHE_DIR", tempfile.mkdtemp(prefix="torchneuron-bench-"))
 
-import torch  # noqa: E402
+import torch
 
-import torchneuron  # noqa: E402,F401  (registers the device if autoload is off)
+import torchneuron  # noqa: F401  (registers the device if autoload is off)
 
 
 def per_call_seconds(fn, calls: int, repeats: int) -> float:
@@ -47,8 +47,9 @@ def bench_add(repeats: int) -> None:
 
     from torchneuron.device import dispatch
 
-    entry = dispatch._compiled[next(k for k in reversed(dispatch._compiled)
-                                    if str(k[0]) == "aten.add.Tensor")]
+    entry = dispatch._compiled[
+        next(k for k in reversed(dispatch._compiled) if str(k[0]) == "aten.add.Tensor")
+    ]
     import numpy as np
 
     # add.Tensor's alpha (=1) is a 0-d program input like any Python scalar
@@ -57,11 +58,15 @@ def bench_add(repeats: int) -> None:
     ]
     runtime = per_call_seconds(lambda: entry.compiled.execute(0, inputs), 300, repeats)
     print("add (16x16 f32), compiled-op cache hit")
-    print(f"  neuron {neuron * 1e6:8.1f} us/op   cpu {cpu * 1e6:6.1f} us/op   "
-          f"ratio {neuron / cpu:6.1f}x")
-    print(f"  of which runtime execute {runtime * 1e6:6.1f} us; eager overhead "
-          f"(neuron - cpu - execute) {(neuron - cpu - runtime) * 1e6:6.1f} us "
-          f"(target < 50 us per op, all non-compute time: {(neuron - cpu) * 1e6:.1f} us)")
+    print(
+        f"  neuron {neuron * 1e6:8.1f} us/op   cpu {cpu * 1e6:6.1f} us/op   "
+        f"ratio {neuron / cpu:6.1f}x"
+    )
+    print(
+        f"  of which runtime execute {runtime * 1e6:6.1f} us; eager overhead "
+        f"(neuron - cpu - execute) {(neuron - cpu - runtime) * 1e6:6.1f} us "
+        f"(target < 50 us per op, all non-compute time: {(neuron - cpu) * 1e6:.1f} us)"
+    )
 
 
 def bench_first_compile(repeats: int) -> None:
@@ -78,8 +83,10 @@ def bench_first_compile(repeats: int) -> None:
     median = statistics.median(samples)
     trace, compile_, load = (statistics.median(p[i] for p in parts) for i in range(3))
     print("first call of a new elementwise op (sigmoid, new shape, empty disk cache)")
-    print(f"  {median * 1e3:8.1f} ms   (trace {trace * 1e3:.1f} ms, compile {compile_ * 1e3:.1f} ms, "
-          f"load {load * 1e3:.1f} ms; target < 200 ms)")
+    print(
+        f"  {median * 1e3:8.1f} ms   (trace {trace * 1e3:.1f} ms, compile {compile_ * 1e3:.1f} ms, "
+        f"load {load * 1e3:.1f} ms; target < 200 ms)"
+    )
 
 
 def bench_training_step(repeats: int) -> None:
@@ -105,8 +112,10 @@ def bench_training_step(repeats: int) -> None:
     neuron = per_call_seconds(neuron_step, 10, repeats)
     cpu = per_call_seconds(cpu_step, 50, repeats)
     print("MLP training step (forward + backward + SGD momentum), warm")
-    print(f"  neuron {neuron * 1e3:8.2f} ms/step   cpu {cpu * 1e3:6.2f} ms/step   "
-          f"ratio {neuron / cpu:6.1f}x")
+    print(
+        f"  neuron {neuron * 1e3:8.2f} ms/step   cpu {cpu * 1e3:6.2f} ms/step   "
+        f"ratio {neuron / cpu:6.1f}x"
+    )
 
 
 def main() -> None:

@@ -69,7 +69,10 @@ def training_program(model, idx):
     start = time.perf_counter()
     with sdpa_kernel([SDPBackend.MATH]):
         gm, signature = aot_export_module(
-            TrainingStep(model), [idx], trace_joint=True, output_loss_index=0,
+            TrainingStep(model),
+            [idx],
+            trace_joint=True,
+            output_loss_index=0,
             decompositions=decomposition_table(),
         )
     parameters = dict(model.named_parameters())
@@ -82,8 +85,9 @@ def training_program(model, idx):
 
 def estimate_all(label, step, dtype, gm, weights, trace_seconds) -> list[dict]:
     start = time.perf_counter()
-    compiled = compile_graph(gm, name=label, weights=weights, target=TARGETS[0],
-                             stop_after="optimized", use_cache=False)
+    compiled = compile_graph(
+        gm, name=label, weights=weights, target=TARGETS[0], stop_after="optimized", use_cache=False
+    )
     lower_seconds = time.perf_counter() - start - compiled.estimate_seconds
     rows = []
     for target in TARGETS:
@@ -92,14 +96,24 @@ def estimate_all(label, step, dtype, gm, weights, trace_seconds) -> list[dict]:
         schedule = estimate_text(compiled.artifacts["optimized"], target, lnc)
         seconds = time.perf_counter() - start
         capacity = hardware.chip(target).hbm_bytes_per_logical_core(lnc)
-        rows.append({
-            "model": label, "step": step, "dtype": dtype, "target": target,
-            "latency_s": schedule.latency_s, "mfu": schedule.mfu,
-            "peak": schedule.memory.peak_hbm_bytes, "weights": schedule.memory.weights_bytes,
-            "fits": schedule.memory.peak_hbm_bytes <= capacity, "kernels": len(schedule.kernels),
-            "trace_s": trace_seconds, "lower_s": lower_seconds, "estimate_s": seconds,
-            "bound": _bound(schedule),
-        })
+        rows.append(
+            {
+                "model": label,
+                "step": step,
+                "dtype": dtype,
+                "target": target,
+                "latency_s": schedule.latency_s,
+                "mfu": schedule.mfu,
+                "peak": schedule.memory.peak_hbm_bytes,
+                "weights": schedule.memory.weights_bytes,
+                "fits": schedule.memory.peak_hbm_bytes <= capacity,
+                "kernels": len(schedule.kernels),
+                "trace_s": trace_seconds,
+                "lower_s": lower_seconds,
+                "estimate_s": seconds,
+                "bound": _bound(schedule),
+            }
+        )
     return rows
 
 
@@ -111,8 +125,11 @@ def _bound(schedule) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="skip the GPT-2-sized training step (its AOTAutograd trace is slow)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="skip the GPT-2-sized training step (its AOTAutograd trace is slow)",
+    )
     args = parser.parse_args()
     torch.manual_seed(0)
     rows = []

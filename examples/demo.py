@@ -1,6 +1,6 @@
 """The main demo: eager `neuron` device, torch.compile(backend="neuron"), and neuronc.
 
-    python examples/demo.py
+python examples/demo.py
 """
 
 import subprocess
@@ -34,13 +34,18 @@ neuronc = str(Path(sysconfig.get_path("scripts")) / "neuronc")
 with tempfile.TemporaryDirectory() as tmp:
     tmp = Path(tmp)
     torch.export.save(torch.export.export(mlp.eval(), (x,)), str(tmp / "mlp.pt2"))
-    subprocess.run([neuronc, "compile", tmp / "mlp.pt2", "-o", tmp / "mlp.neff", "--target", "trn2"],
-                   check=True)
+    subprocess.run(
+        [neuronc, "compile", tmp / "mlp.pt2", "-o", tmp / "mlp.neff", "--target", "trn2"],
+        check=True,
+    )
     subprocess.run([neuronc, "inspect", tmp / "mlp.neff"], check=True)
     np.save(tmp / "x.npy", x.numpy())
-    subprocess.run([neuronc, "run", tmp / "mlp.neff", "--input", tmp / "x.npy",
-                    "--output-dir", tmp / "out"], check=True)
+    subprocess.run(
+        [neuronc, "run", tmp / "mlp.neff", "--input", tmp / "x.npy", "--output-dir", tmp / "out"],
+        check=True,
+    )
     result = np.load(tmp / "out" / "output0.npy")
-    print("neuronc run: max |neuron - cpu| =",
-          float(np.abs(result - mlp(x).detach().numpy()).max()))
+    print(
+        "neuronc run: max |neuron - cpu| =", float(np.abs(result - mlp(x).detach().numpy()).max())
+    )
 sys.exit(0)

@@ -10,7 +10,7 @@ to register it explicitly instead).
 import torch
 
 model = torch.nn.Linear(10, 1)
-model = model.to('neuron')
-input_data = torch.randn(1, 10, device='neuron')
+model = model.to("neuron")
+input_data = torch.randn(1, 10, device="neuron")
 output = model(input_data)
-print(output)        # tensor([[...]], device='neuron:0', grad_fn=<AddmmBackward0>)
+print(output)  # tensor([[...]], device='neuron:0', grad_fn=<AddmmBackward0>)

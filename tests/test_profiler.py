@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-import torchneuron  # noqa: F401  registers the neuron device
+import torchneuron
 import torchneuron.profiler
 from torchneuron.compiler.exported import exported_graph
 from torchneuron.compiler.pipeline import compile_graph
@@ -149,5 +149,6 @@ def test_a_neff_without_schedule_is_estimated_from_its_program(gpt_neff):
         loaded.execute(_inputs(loaded))
     (event,) = prof.events
     assert event.estimated
-    assert event.device_seconds == pytest.approx(load_neff(gpt_neff, executor="null")
-                                                 .schedule.latency_s)
+    assert event.device_seconds == pytest.approx(
+        load_neff(gpt_neff, executor="null").schedule.latency_s
+    )

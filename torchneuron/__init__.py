@@ -18,12 +18,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 # torch first: `import torch` runs the torch.backends autoload entry point, which imports
 # torchneuron.device. Importing torch from inside torchneuron.device instead would enter
 # that entry point while torchneuron.device is half initialised.
-import torch  # noqa: E402,F401
+import torch  # noqa: F401
 
 # Importing the package registers the `neuron` device (also done by the torch.backends
 # autoload entry point); a failure warns and leaves the device unregistered.
-from torchneuron.device import autoload as _autoload_device  # noqa: E402
-from torchneuron.device import get_fallback_ops  # noqa: E402,F401
+from torchneuron.device import autoload as _autoload_device
+from torchneuron.device import get_fallback_ops  # noqa: F401
 
 _autoload_device()
 from torchneuron import profiler  # noqa: E402,F401

@@ -86,7 +86,7 @@ def _busiest_engine(schedule) -> str:
     return DMA_ENGINE if busy.get(DMA_ENGINE, 0.0) > compute.get(engine, 0.0) else engine
 
 
-class profile:  # noqa: N801 -- named like torch.profiler.profile, used as a context manager
+class profile:
     """Record every NEFF execution while active; ``table()`` and ``export_chrome_trace()``
     show them. Re-entering a finished profile continues recording into it."""
 
@@ -232,8 +232,15 @@ class profile:  # noqa: N801 -- named like torch.profiler.profile, used as a con
                 events.append(_metadata("thread_sort_index", pid, tid, {"sort_index": tid}))
         for number, event in enumerate(self.events):
             events.append(
-                _slice(event.name, "host", _HOST_PID, 0, event.host_start_s, event.host_seconds,
-                       {"execution": number, "core": event.core, "executor": event.executor})
+                _slice(
+                    event.name,
+                    "host",
+                    _HOST_PID,
+                    0,
+                    event.host_start_s,
+                    event.host_seconds,
+                    {"execution": number, "core": event.core, "executor": event.executor},
+                )
             )
             pid = event.core + 1
             args = {
@@ -244,8 +251,15 @@ class profile:  # noqa: N801 -- named like torch.profiler.profile, used as a con
                 "busiest_engine": event.engine,
             }
             events.append(
-                _slice(event.name, "neff", pid, _NEFF_LANE, event.device_start_s,
-                       event.device_seconds, args)
+                _slice(
+                    event.name,
+                    "neff",
+                    pid,
+                    _NEFF_LANE,
+                    event.device_start_s,
+                    event.device_seconds,
+                    args,
+                )
             )
             if event.schedule is None:
                 continue
@@ -261,9 +275,15 @@ class profile:  # noqa: N801 -- named like torch.profiler.profile, used as a con
                 }
                 for lane, (begin, end) in sorted(kernel.lanes.items()):
                     events.append(
-                        _slice(kernel.name, "kernel", pid, _LANE_TIDS[lane],
-                               event.device_start_s + begin, end - begin,
-                               {**kernel_args, "primary": lane == kernel.engine})
+                        _slice(
+                            kernel.name,
+                            "kernel",
+                            pid,
+                            _LANE_TIDS[lane],
+                            event.device_start_s + begin,
+                            end - begin,
+                            {**kernel_args, "primary": lane == kernel.engine},
+                        )
                     )
         return {
             "traceEvents": events,
@@ -289,8 +309,9 @@ def _metadata(name: str, pid: int, tid: int | None, args: dict) -> dict:
     return event
 
 
-def _slice(name: str, category: str, pid: int, tid: int, start_s: float, seconds: float,
-           args: dict) -> dict:
+def _slice(
+    name: str, category: str, pid: int, tid: int, start_s: float, seconds: float, args: dict
+) -> dict:
     # Chrome traces count microseconds; three decimals keep nanoseconds. Rounding the end
     # (not the duration) keeps back-to-back slices from overlapping after rounding.
     start = round(start_s * 1e6, 3)

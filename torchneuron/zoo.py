@@ -6,12 +6,12 @@ inputs of a fixed shape, so results are reproducible across runs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
+from torch import nn
 
 
 class MLP(nn.Module):
@@ -46,8 +46,14 @@ class SmallCNN(nn.Module):
 class GPTBlockLM(nn.Module):
     """Token + position embedding, pre-LN transformer blocks (causal SDPA, GELU MLP), LM head."""
 
-    def __init__(self, vocab: int = 128, d_model: int = 64, heads: int = 4, layers: int = 2,
-                 context: int = 32):
+    def __init__(
+        self,
+        vocab: int = 128,
+        d_model: int = 64,
+        heads: int = 4,
+        layers: int = 2,
+        context: int = 32,
+    ):
         super().__init__()
         self.heads = heads
         self.tok = nn.Embedding(vocab, d_model)
@@ -119,15 +125,20 @@ def _lm_loss(logits, inputs):
 
 ZOO: dict[str, ZooEntry] = {
     "mlp": ZooEntry(
-        "mlp", _seeded(MLP), _inputs(lambda g: (torch.randn(8, 32, generator=g),)),
+        "mlp",
+        _seeded(MLP),
+        _inputs(lambda g: (torch.randn(8, 32, generator=g),)),
         lambda out, inputs: out.pow(2).mean(),
     ),
     "cnn": ZooEntry(
-        "cnn", _seeded(SmallCNN), _inputs(lambda g: (torch.randn(4, 3, 16, 16, generator=g),)),
+        "cnn",
+        _seeded(SmallCNN),
+        _inputs(lambda g: (torch.randn(4, 3, 16, 16, generator=g),)),
         lambda out, inputs: F.cross_entropy(out, torch.arange(out.shape[0]) % out.shape[1]),
     ),
     "gpt": ZooEntry(
-        "gpt", _seeded(GPTBlockLM),
+        "gpt",
+        _seeded(GPTBlockLM),
         _inputs(lambda g: (torch.randint(0, 128, (2, 32), generator=g),)),
         _lm_loss,
     ),

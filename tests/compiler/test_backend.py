@@ -5,7 +5,6 @@ import warnings
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from torchneuron.compiler import backend as backend_module
 from torchneuron.compiler.pipeline import clear_memory_cache, compile_graph
@@ -144,8 +143,9 @@ def test_recompiling_same_graph_reuses_compiled_frame_with_new_weights(monkeypat
     monkeypatch.setattr(backend_module, "_COMPILED_FRAMES", {})
     calls = []
     real_compile = backend_module._compile_dynamo_graph
-    monkeypatch.setattr(backend_module, "_compile_dynamo_graph",
-                        lambda *a: calls.append(1) or real_compile(*a))
+    monkeypatch.setattr(
+        backend_module, "_compile_dynamo_graph", lambda *a: calls.append(1) or real_compile(*a)
+    )
     x = ZOO["mlp"].example_inputs()[0]
     first, second = ZOO["mlp"].build(), ZOO["mlp"].build()
     with torch.no_grad():
@@ -180,7 +180,9 @@ def test_empty_outputs_are_made_at_call_time(monkeypatch):
     monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
 
     def step(x, running_mean, running_var):
-        return torch.ops.aten._batch_norm_with_update(x, None, None, running_mean, running_var, 0.1, 1e-5)
+        return torch.ops.aten._batch_norm_with_update(
+            x, None, None, running_mean, running_var, 0.1, 1e-5
+        )
 
     x = torch.randn(4, 3, 5)
     mean, var = torch.zeros(3), torch.ones(3)

@@ -17,8 +17,9 @@ from torchneuron.neff import Neff, read_neff, write_neff
 
 
 def small_neff(name: str = "entry", payload: bytes = b"program") -> bytes:
-    return write_neff(Neff(name=name, manifest={"name": name}, definition={"variables": []},
-                           program=payload))
+    return write_neff(
+        Neff(name=name, manifest={"name": name}, definition={"variables": []}, program=payload)
+    )
 
 
 def test_key_is_deterministic_and_sensitive_to_every_part():
@@ -150,12 +151,15 @@ def test_two_processes_compile_the_same_key_once(tmp_path):
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", CONCURRENT_WRITER, str(tmp_path / "cache"), key, str(marker)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
         )
         for _ in range(2)
     ]
     outputs = [p.communicate(timeout=120) for p in procs]
-    for proc, (out, err) in zip(procs, outputs):
+    for proc, (_, err) in zip(procs, outputs):
         assert proc.returncode == 0, err
     sizes = {out.strip() for out, _ in outputs}
     assert len(sizes) == 1

@@ -3,7 +3,6 @@
 import os
 import shutil
 import subprocess
-import sys
 import sysconfig
 from pathlib import Path
 
@@ -25,7 +24,10 @@ def _neuronc() -> list[str]:
 
 def neuronc(*args, check=True):
     result = subprocess.run(
-        _neuronc() + [str(a) for a in args], capture_output=True, text=True, timeout=300,
+        _neuronc() + [str(a) for a in args],
+        capture_output=True,
+        text=True,
+        timeout=300,
         env={**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
     )
     if check and result.returncode != 0:
@@ -67,10 +69,15 @@ def test_compile_twice_gives_identical_bytes(mlp_program, tmp_path):
     assert (tmp_path / "a.neff").read_bytes() == (tmp_path / "b.neff").read_bytes()
 
 
-@pytest.mark.parametrize("stage,marker", [
-    ("fx", "torch.ops.aten"), ("torch", "torch.aten."), ("stablehlo", "stablehlo.dot_general"),
-    ("optimized", "stablehlo.dot_general"),
-])
+@pytest.mark.parametrize(
+    "stage,marker",
+    [
+        ("fx", "torch.ops.aten"),
+        ("torch", "torch.aten."),
+        ("stablehlo", "stablehlo.dot_general"),
+        ("optimized", "stablehlo.dot_general"),
+    ],
+)
 def test_emit_prints_each_stage(mlp_program, stage, marker):
     program, _, _ = mlp_program
     assert marker in neuronc("compile", program, "--emit", stage).stdout
@@ -79,8 +86,17 @@ def test_emit_prints_each_stage(mlp_program, stage, marker):
 def test_dump_dir_passes_and_ir_printing(mlp_program, tmp_path):
     program, _, _ = mlp_program
     dump = tmp_path / "dump"
-    result = neuronc("compile", program, "-o", tmp_path / "m.neff", "--dump-dir", dump,
-                     "--passes", "canonicalize,fold-constants,cse", "--print-ir-after-all")
+    result = neuronc(
+        "compile",
+        program,
+        "-o",
+        tmp_path / "m.neff",
+        "--dump-dir",
+        dump,
+        "--passes",
+        "canonicalize,fold-constants,cse",
+        "--print-ir-after-all",
+    )
     for stage in ("fx", "torch", "stablehlo", "optimized", "neff"):
         assert (dump / f"mlp.{stage}").is_file(), stage
     assert (dump / "mlp.neff").read_bytes() == (tmp_path / "m.neff").read_bytes()

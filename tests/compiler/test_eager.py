@@ -27,8 +27,14 @@ PROGRAM = textwrap.dedent(
 
 def run(cache_dir, extra_env=None):
     env = dict(os.environ, TORCHNEURON_CACHE_DIR=str(cache_dir), **(extra_env or {}))
-    result = subprocess.run([sys.executable, "-c", PROGRAM], capture_output=True, text=True,
-                            env=env, timeout=300, cwd=str(cache_dir))
+    result = subprocess.run(
+        [sys.executable, "-c", PROGRAM],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=str(cache_dir),
+    )
     assert result.returncode == 0, result.stderr
     lines = dict(line.split(" ", 1) for line in result.stdout.splitlines() if " " in line)
     compiles, disk_hits = map(int, lines["stats"].split())
@@ -83,10 +89,16 @@ def test_compile_op_names_inputs_after_the_call_and_runs_on_a_core():
 
     import torchneuron  # noqa: F401
 
-    specs = [eager.TensorSpec((2, 3), (3, 1), torch.float32), eager.TensorSpec((), (), torch.float64)]
+    specs = [
+        eager.TensorSpec((2, 3), (3, 1), torch.float32),
+        eager.TensorSpec((), (), torch.float64),
+    ]
     compiled = eager.compile_op(
-        "test::scaled_sub", ("test-scaled-sub", 1), specs,
-        lambda a, s: (torch.ops.aten.sub.Tensor(a, s),), 1,
+        "test::scaled_sub",
+        ("test-scaled-sub", 1),
+        specs,
+        lambda a, s: (torch.ops.aten.sub.Tensor(a, s),),
+        1,
     )
     assert set(compiled.input_order) == {0, 1}
     a = np.arange(6, dtype=np.float32).reshape(2, 3)

@@ -39,9 +39,13 @@ def mlp():
 def _compile(exported, **options):
     graph = exported_graph(exported)
     return compile_graph(
-        graph.graph_module, name="mlp", weights=graph.weights,
-        weight_sources=graph.weight_sources, output_names=graph.output_names,
-        use_cache=False, **options,
+        graph.graph_module,
+        name="mlp",
+        weights=graph.weights,
+        weight_sources=graph.weight_sources,
+        output_names=graph.output_names,
+        use_cache=False,
+        **options,
     )
 
 
@@ -57,14 +61,25 @@ def test_the_neff_carries_schedule_estimates_and_memory_plan(mlp):
     estimates = neff.manifest["estimates"]
     assert estimates["latency_us"] == pytest.approx(schedule.latency_s * 1e6)
     assert estimates["weights_bytes"] == sum(p.numel() * 4 for p in model.parameters())
-    assert set(estimates["engine_busy_percent"]) == {"TensorE", "VectorE", "ScalarE", "GpSimd",
-                                                     "DMA"}
+    assert set(estimates["engine_busy_percent"]) == {
+        "TensorE",
+        "VectorE",
+        "ScalarE",
+        "GpSimd",
+        "DMA",
+    }
     plan = neff.definition["memory_plan"]
     assert plan["peak_hbm_bytes"] == estimates["peak_hbm_bytes"]
     assert plan["program_bytes"] == len(neff.program)
     assert plan["peak_hbm_bytes"] == sum(
-        plan[k] for k in ("program_bytes", "weights_bytes", "inputs_bytes", "outputs_bytes",
-                          "temporaries_bytes")
+        plan[k]
+        for k in (
+            "program_bytes",
+            "weights_bytes",
+            "inputs_bytes",
+            "outputs_bytes",
+            "temporaries_bytes",
+        )
     )
     # The serialized program carries no annotations, and still runs.
     assert b"neuron.kernel" not in neff.program and b"neuron.engine" not in neff.program
@@ -129,11 +144,20 @@ def test_estimate_command_compares_targets_side_by_side(mlp_files, capsys):
     out = capsys.readouterr().out
     header = out.splitlines()[0].split()
     assert header == ["trn2", "trn3"]
-    for label in ("estimated latency", "MFU", "TensorE busy", "DMA busy", "HBM traffic",
-                  "peak HBM", "weights", "fits"):
+    for label in (
+        "estimated latency",
+        "MFU",
+        "TensorE busy",
+        "DMA busy",
+        "HBM traffic",
+        "peak HBM",
+        "weights",
+        "fits",
+    ):
         assert label in out
-    assert cli.main(["estimate", str(program), "--target", "trn2", "--target", "trn3",
-                     "--json"]) == 0
+    assert (
+        cli.main(["estimate", str(program), "--target", "trn2", "--target", "trn3", "--json"]) == 0
+    )
     figures = json.loads(capsys.readouterr().out)["targets"]
     assert figures["trn2"]["hbm_capacity_bytes"] == 24 << 30
     assert figures["trn3"]["hbm_capacity_bytes"] == 36 << 30
@@ -144,8 +168,16 @@ def test_inspect_shows_estimates_and_schedule(mlp_files, capsys):
     _, neff = mlp_files
     assert cli.main(["inspect", str(neff)]) == 0
     out = capsys.readouterr().out
-    for label in ("estimated latency", "engine busy", "HBM traffic", "peak HBM", "MFU",
-                  "weights size", "memory plan (sg00/def.json)", "schedule (sg00/schedule.json)"):
+    for label in (
+        "estimated latency",
+        "engine busy",
+        "HBM traffic",
+        "peak HBM",
+        "MFU",
+        "weights size",
+        "memory plan (sg00/def.json)",
+        "schedule (sg00/schedule.json)",
+    ):
         assert label in out, label
     assert "k0.dot_general" in out and "TensorE" in out
     assert cli.main(["inspect", str(neff), "--kernels", "1"]) == 0

@@ -196,7 +196,9 @@ def test_transposed_convolution_rule_matches_pytorch_over_random_configurations(
         dilation = [rng.choice([1, 2]) for _ in range(spatial)]
         padding = [rng.choice([0, 1, 2, 3]) for _ in range(spatial)]
         output_padding = [rng.randrange(max(s, d)) for s, d in zip(stride, dilation)]
-        x = torch.randn(2, c_in, *[rng.choice([1, 3, 5]) for _ in range(spatial)], dtype=torch.float64)
+        x = torch.randn(
+            2, c_in, *[rng.choice([1, 3, 5]) for _ in range(spatial)], dtype=torch.float64
+        )
         w = torch.randn(c_in, c_out // groups, *kernel, dtype=torch.float64)
         b = torch.randn(c_out, dtype=torch.float64)
         args = (x, w, b, stride, padding, dilation, True, output_padding, groups)
@@ -207,7 +209,10 @@ def test_transposed_convolution_rule_matches_pytorch_over_random_configurations(
         _close(convolution(*args), want, rtol=1e-9, atol=1e-9)
         checked += 1
     assert checked > 100
-    assert convolution(x, w, b, stride, padding, dilation, False, output_padding, groups) is NotImplemented
+    assert (
+        convolution(x, w, b, stride, padding, dilation, False, output_padding, groups)
+        is NotImplemented
+    )
 
 
 def test_conv_transpose1d_in_eager_mode_compiles_and_matches_cpu():
@@ -218,11 +223,18 @@ def test_conv_transpose1d_in_eager_mode_compiles_and_matches_cpu():
     import torchneuron
 
     x, w, b = torch.randn(2, 4, 6), torch.randn(4, 8, 3), torch.randn(8)
-    want = torch.nn.functional.conv_transpose1d(x, w, b, stride=2, padding=1, output_padding=1, dilation=2)
+    want = torch.nn.functional.conv_transpose1d(
+        x, w, b, stride=2, padding=1, output_padding=1, dilation=2
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no CPU fallback
         got = torch.nn.functional.conv_transpose1d(
-            x.to("neuron"), w.to("neuron"), b.to("neuron"), stride=2, padding=1, output_padding=1,
+            x.to("neuron"),
+            w.to("neuron"),
+            b.to("neuron"),
+            stride=2,
+            padding=1,
+            output_padding=1,
             dilation=2,
         )
     _close(got.cpu(), want)
@@ -273,7 +285,10 @@ def test_convolution_backward_rule_for_transposed_and_grouped_convolutions():
     checked = {True: 0, False: 0}
     for transposed in (True, False):
         for _ in range(120):
-            spatial, groups = rng.choice([1, 2, 3]), rng.choice([2, 3] if not transposed else [1, 2])
+            spatial, groups = (
+                rng.choice([1, 2, 3]),
+                rng.choice([2, 3] if not transposed else [1, 2]),
+            )
             c_in, c_out = groups * rng.choice([1, 2]), groups * rng.choice([1, 3])
             kernel = [rng.choice([1, 2, 3]) for _ in range(spatial)]
             stride = [rng.choice([1, 2, 3]) for _ in range(spatial)]
@@ -281,19 +296,33 @@ def test_convolution_backward_rule_for_transposed_and_grouped_convolutions():
             padding = [rng.choice([0, 1, 2]) for _ in range(spatial)]
             output_padding = (
                 [rng.randrange(max(s, d)) for s, d in zip(stride, dilation)]
-                if transposed else [0] * spatial
+                if transposed
+                else [0] * spatial
             )
-            x = torch.randn(2, c_in, *[rng.choice([1, 3, 5, 7]) for _ in range(spatial)],
-                            dtype=torch.float64)
+            x = torch.randn(
+                2, c_in, *[rng.choice([1, 3, 5, 7]) for _ in range(spatial)], dtype=torch.float64
+            )
             shape = (c_in, c_out // groups) if transposed else (c_out, c_in // groups)
             w = torch.randn(*shape, *kernel, dtype=torch.float64)
             try:
-                y = aten.convolution.default(x, w, None, stride, padding, dilation, transposed,
-                                             output_padding, groups)
+                y = aten.convolution.default(
+                    x, w, None, stride, padding, dilation, transposed, output_padding, groups
+                )
             except RuntimeError:
                 continue
-            args = (torch.randn_like(y), x, w, [y.shape[1]], stride, padding, dilation, transposed,
-                    output_padding, groups, [True, True, True])
+            args = (
+                torch.randn_like(y),
+                x,
+                w,
+                [y.shape[1]],
+                stride,
+                padding,
+                dilation,
+                transposed,
+                output_padding,
+                groups,
+                [True, True, True],
+            )
             got = convolution_backward(*args)
             if got is NotImplemented:
                 continue

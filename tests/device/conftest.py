@@ -25,7 +25,6 @@ def _neuron_registered(tmp_path_factory):
 def run_python(code: str, env: dict | None = None, timeout: int = 300):
     """Run ``code`` in a fresh interpreter (autoload on unless ``env`` says otherwise)."""
     import subprocess
-
     import tempfile
 
     full_env = dict(os.environ)
@@ -34,6 +33,10 @@ def run_python(code: str, env: dict | None = None, timeout: int = 300):
     # a user gets; a stray *.egg-info in the tree must not shadow its metadata.
     with tempfile.TemporaryDirectory() as workdir:
         return subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, env=full_env,
-            timeout=timeout, cwd=workdir,
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            env=full_env,
+            timeout=timeout,
+            cwd=workdir,
         )

@@ -73,8 +73,10 @@ def test_complex_results_of_fallback_ops_copy_back_with_their_conjugate_bit():
         warnings.simplefilter("ignore")
         spectrum = torch.fft.ifft(signal.to("neuron"))  # a lazily conjugated result
         torch.testing.assert_close(spectrum.cpu(), torch.fft.ifft(signal))
-        torch.testing.assert_close(torch.fft.irfft(torch.fft.rfft(signal.to("neuron"))).cpu(),
-                                   torch.fft.irfft(torch.fft.rfft(signal)))
+        torch.testing.assert_close(
+            torch.fft.irfft(torch.fft.rfft(signal.to("neuron"))).cpu(),
+            torch.fft.irfft(torch.fft.rfft(signal)),
+        )
     z = torch.randn(3, 3, dtype=torch.complex64)
     on_device = z.to("neuron")
     assert torch.equal(on_device.conj().cpu(), z.conj())
@@ -86,7 +88,9 @@ def test_complex_results_of_fallback_ops_copy_back_with_their_conjugate_bit():
 def test_no_fallback_switch_makes_it_an_error_naming_the_op(monkeypatch):
     monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
     x = torch.rand(3, device="neuron")
-    with pytest.raises(RuntimeError, match=r"aten::special_airy_ai has no lowering .*TORCHNEURON_NO_FALLBACK"):
+    with pytest.raises(
+        RuntimeError, match=r"aten::special_airy_ai has no lowering .*TORCHNEURON_NO_FALLBACK"
+    ):
         torch.special.airy_ai(x)
     # compiled ops still run
     assert (x * 2).device.type == "neuron"

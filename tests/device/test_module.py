@@ -58,8 +58,9 @@ def test_rng_functions_make_random_ops_reproducible():
     dropped = torch.nn.functional.dropout(torch.ones(64, device="neuron"), 0.5)
     torch.manual_seed(123)
     assert torch.equal(first.cpu(), torch.randn(5, device="neuron").cpu())
-    assert torch.equal(dropped.cpu(),
-                       torch.nn.functional.dropout(torch.ones(64, device="neuron"), 0.5).cpu())
+    assert torch.equal(
+        dropped.cpu(), torch.nn.functional.dropout(torch.ones(64, device="neuron"), 0.5).cpu()
+    )
     # The device generator is the CPU engine: same seed, same numbers as on CPU.
     torch.manual_seed(5)
     on_cpu = torch.randn(4)
@@ -86,8 +87,10 @@ def test_amp_and_misc_functions():
     assert torch.amp.is_autocast_available("neuron")
     free, total = torch.neuron.mem_get_info()
     assert 0 < free <= total == torch.neuron.get_device_properties().total_memory
-    start, end = torch.Event(device="neuron", enable_timing=True), torch.Event(
-        device="neuron", enable_timing=True)
+    start, end = (
+        torch.Event(device="neuron", enable_timing=True),
+        torch.Event(device="neuron", enable_timing=True),
+    )
     start.record()
     end.record()
     assert end.query() and start.elapsed_time(end) >= 0.0

@@ -63,7 +63,7 @@ def test_device_is_privateuse1_renamed_and_accelerator_resolves_to_it():
 
 
 def test_register_is_idempotent():
-    import torchneuron.device as device
+    from torchneuron import device
 
     device.register()
     device.register()

@@ -39,10 +39,12 @@ def test_mlp_trains_like_cpu(optimizer):
     _, _, cpu_losses = train("mlp", optimizer, "cpu")
     assert neuron_losses[-1] < neuron_losses[0]
     torch.testing.assert_close(neuron_losses, cpu_losses, rtol=1e-4, atol=1e-6)
-    assert all(p.device.type == "neuron" and p.grad.device.type == "neuron"
-               for p in model.parameters())
+    assert all(
+        p.device.type == "neuron" and p.grad.device.type == "neuron" for p in model.parameters()
+    )
     assert torchneuron.get_fallback_ops() == [] or all(
-        "backward" not in op for op in torchneuron.get_fallback_ops())
+        "backward" not in op for op in torchneuron.get_fallback_ops()
+    )
 
 
 def test_gpt_block_trains_like_cpu():
@@ -83,8 +85,11 @@ def test_autocast_bfloat16():
         softmax = torch.softmax(out, dim=-1)
     assert out.dtype == torch.bfloat16
     assert softmax.dtype == torch.float32
-    expected = torch.nn.functional.linear(x.cpu().bfloat16(), linear.weight.detach().cpu().bfloat16(),
-                                          linear.bias.detach().cpu().bfloat16())
+    expected = torch.nn.functional.linear(
+        x.cpu().bfloat16(),
+        linear.weight.detach().cpu().bfloat16(),
+        linear.bias.detach().cpu().bfloat16(),
+    )
     torch.testing.assert_close(out.cpu().float(), expected.float(), rtol=2e-2, atol=2e-2)
     out.float().sum().backward()
     assert linear.weight.grad.dtype == torch.float32

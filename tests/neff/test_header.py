@@ -49,8 +49,8 @@ def test_raw_bytes_at_documented_offsets(program):
         build_version="torchneuron 0.1.0+test",
     )
     data = write_neff(neff)
-    u64 = lambda offset: struct.unpack_from("<Q", data, offset)[0]  # noqa: E731
-    u32 = lambda offset: struct.unpack_from("<I", data, offset)[0]  # noqa: E731
+    u64 = lambda offset: struct.unpack_from("<Q", data, offset)[0]
+    u32 = lambda offset: struct.unpack_from("<I", data, offset)[0]
     assert u64(0) == PKG_VERSION
     assert u64(8) == 1024
     assert u64(16) == len(data) - 1024

@@ -43,7 +43,7 @@ def test_weights_keep_exact_dtype_and_bits():
     report = PassManager.from_pipeline("externalize-constants{threshold-bytes=16}").run(module, ctx)
     assert report.counters == {"externalize-constants.externalized": len(WEIGHTS)}
     assert list(ctx.weights) == [f"const_{i}" for i in range(len(WEIGHTS))]
-    for (element, expected), (name, got) in zip(WEIGHTS.items(), ctx.weights.items()):
+    for (element, expected), (_, got) in zip(WEIGHTS.items(), ctx.weights.items()):
         assert got.dtype == expected.dtype, element
         assert got.flags.c_contiguous
         np.testing.assert_array_equal(got.view(np.uint8), expected.view(np.uint8), err_msg=element)

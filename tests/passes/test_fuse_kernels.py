@@ -99,16 +99,19 @@ def test_fuse_option_false_gives_one_op_per_kernel():
 
 
 def test_kernels_only_depend_on_earlier_kernels_in_a_transformer():
+    import torch
+
     from torchneuron.compiler.exported import exported_graph
     from torchneuron.compiler.pipeline import compile_graph
     from torchneuron.zoo import ZOO
 
-    import torch
-
     entry = ZOO["gpt"]
     graph = exported_graph(torch.export.export(entry.build().eval(), entry.example_inputs()))
     compiled = compile_graph(
-        graph.graph_module, name="gpt", weights=graph.weights, stop_after="optimized",
+        graph.graph_module,
+        name="gpt",
+        weights=graph.weights,
+        stop_after="optimized",
         use_cache=False,
     )
     module = parse_module(compiled.artifacts["optimized"])

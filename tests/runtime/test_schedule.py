@@ -12,14 +12,28 @@ from torchneuron.runtime.scheduler import Kernel, Schedule, list_schedule
 US = 1e-6
 
 
-def kernel(kid: int, engine: str, busy_us: float = 0.0, dma_us: float = 0.0, deps=(),
-           others: dict | None = None) -> Kernel:
+def kernel(
+    kid: int,
+    engine: str,
+    busy_us: float = 0.0,
+    dma_us: float = 0.0,
+    deps=(),
+    others: dict | None = None,
+) -> Kernel:
     seconds = {engine: busy_us * US} if busy_us and engine != "DMA" else {}
     seconds.update({e: s * US for e, s in (others or {}).items()})
     return Kernel(
-        id=kid, name=f"k{kid}", engine=engine, ops=["stablehlo.add"], op_indices=[kid],
-        engine_seconds=seconds, dma_seconds=dma_us * US, hbm_read_bytes=0, hbm_write_bytes=0,
-        sbuf_bytes=0, deps=list(deps),
+        id=kid,
+        name=f"k{kid}",
+        engine=engine,
+        ops=["stablehlo.add"],
+        op_indices=[kid],
+        engine_seconds=seconds,
+        dma_seconds=dma_us * US,
+        hbm_read_bytes=0,
+        hbm_write_bytes=0,
+        sbuf_bytes=0,
+        deps=list(deps),
     )
 
 
@@ -90,15 +104,25 @@ def test_a_cycle_is_reported():
 
 
 def test_schedule_json_round_trip():
-    kernels = [kernel(0, "TensorE", 4, dma_us=2, others={"ScalarE": 1}),
-               kernel(1, "VectorE", 3, deps=[0])]
+    kernels = [
+        kernel(0, "TensorE", 4, dma_us=2, others={"ScalarE": 1}),
+        kernel(1, "VectorE", 3, deps=[0]),
+    ]
     kernels[0].flops = 1234
     kernels[0].notes = ["a note"]
     latency = list_schedule(kernels)
     buffers = [Buffer("k0.add#0", 4096, kernels[0].start_s, kernels[1].end_s, [32, 32], "float32")]
     memory = plan_memory(buffers, weights_bytes=10, inputs_bytes=20, outputs_bytes=30)
-    schedule = Schedule("trn2", 2, kernels, memory, latency, 1234, 0.5 * latency,
-                        {"TensorE": 2.4e9, "VectorE": 0.96e9, "ScalarE": 1.2e9, "GpSimd": 1.2e9})
+    schedule = Schedule(
+        "trn2",
+        2,
+        kernels,
+        memory,
+        latency,
+        1234,
+        0.5 * latency,
+        {"TensorE": 2.4e9, "VectorE": 0.96e9, "ScalarE": 1.2e9, "GpSimd": 1.2e9},
+    )
     data = schedule.to_bytes()
     assert data == schedule.to_bytes()  # canonical
     json.loads(data)  # plain JSON
@@ -108,8 +132,16 @@ def test_schedule_json_round_trip():
     assert again.kernels[0].lanes["ScalarE"] == pytest.approx(kernels[0].lanes["ScalarE"])
     assert again.memory.peak_hbm_bytes == 10 + 20 + 30 + 4096
     summary = schedule.summary()
-    assert set(summary) == {"latency_us", "engine_busy_percent", "hbm_bytes", "peak_hbm_bytes",
-                            "weights_bytes", "flops", "mfu", "kernels"}
+    assert set(summary) == {
+        "latency_us",
+        "engine_busy_percent",
+        "hbm_bytes",
+        "peak_hbm_bytes",
+        "weights_bytes",
+        "flops",
+        "mfu",
+        "kernels",
+    }
     assert summary["engine_busy_percent"]["ScalarE"] == pytest.approx(100 * 1 / 7, abs=0.01)
     with pytest.raises(ValueError, match="not a schedule"):
         Schedule.from_json(b'{"format": "something else"}')
@@ -124,7 +156,7 @@ def test_offsets_never_overlap_for_buffers_alive_together():
     ]
     arena = assign_offsets(buffers)
     for i, x in enumerate(buffers):
-        for y in buffers[i + 1:]:
+        for y in buffers[i + 1 :]:
             alive_together = x.start_s < y.end_s and y.start_s < x.end_s
             if alive_together:
                 assert x.offset + x.size_bytes <= y.offset or y.offset + y.size_bytes <= x.offset
@@ -137,9 +169,13 @@ def test_offsets_never_overlap_for_buffers_alive_together():
 
 def test_largest_live_tensors_are_named():
     plan = plan_memory(
-        [Buffer("big", 1 << 30, 0.0, 2.0, [512, 512, 1024], "float32"),
-         Buffer("small", 1 << 10, 1.0, 3.0, [256], "float32")],
-        weights_bytes=0, inputs_bytes=0, outputs_bytes=0,
+        [
+            Buffer("big", 1 << 30, 0.0, 2.0, [512, 512, 1024], "float32"),
+            Buffer("small", 1 << 10, 1.0, 3.0, [256], "float32"),
+        ],
+        weights_bytes=0,
+        inputs_bytes=0,
+        outputs_bytes=0,
     )
     assert isinstance(plan, MemoryPlan)
     text = plan.describe_largest([("weight w float32[10]", 40)])

@@ -4,4 +4,4 @@ torch.compile backend, eager per-op compilation, the compile cache and the
 
 from .pipeline import STAGES, CompiledGraph, CompileError, clear_memory_cache, compile_graph
 
-__all__ = ["STAGES", "CompiledGraph", "CompileError", "clear_memory_cache", "compile_graph"]
+__all__ = ["STAGES", "CompileError", "CompiledGraph", "clear_memory_cache", "compile_graph"]

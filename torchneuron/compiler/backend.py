@@ -13,7 +13,8 @@ import hashlib
 import itertools
 import os
 import warnings
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -45,8 +46,9 @@ class NeuronBackendOptions:
                 f"unknown option(s) for backend 'neuron': {', '.join(unknown)}; "
                 f"known: {', '.join(self.KNOWN)}"
             )
-        self.target: str = options.get("target", os.environ.get(
-            "NEURON_PLATFORM_TARGET_OVERRIDE", "trn2"))
+        self.target: str = options.get(
+            "target", os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE", "trn2")
+        )
         self.pipeline: str | None = options.get("pipeline")
         self.dump_dir: str | None = options.get("dump_dir")
         self.core: int = int(options.get("core", 0))
@@ -84,20 +86,38 @@ def _dynamo_graph_key(gm: torch.fx.GraphModule, example_inputs, opts) -> str | N
             return None
     for value in example_inputs:
         if isinstance(value, torch.Tensor):
-            digest.update(repr((
-                "T", tuple(value.shape), value.stride(), value.dtype, str(value.device),
-                value.requires_grad, isinstance(value, torch.nn.Parameter),
-                value.storage_offset(),
-            )).encode())
+            digest.update(
+                repr(
+                    (
+                        "T",
+                        tuple(value.shape),
+                        value.stride(),
+                        value.dtype,
+                        str(value.device),
+                        value.requires_grad,
+                        isinstance(value, torch.nn.Parameter),
+                        value.storage_offset(),
+                    )
+                ).encode()
+            )
         elif isinstance(value, (int, float, bool)):
             digest.update(repr(("S", type(value).__name__, value)).encode())
         else:
             return None  # symbolic sizes and other objects: no safe key
-    digest.update(repr((
-        torch.is_grad_enabled(), torch.is_inference_mode_enabled(),
-        torch.is_autocast_enabled("cpu"), fallback_disabled(), opts.target, opts.pipeline,
-        opts.dump_dir, opts.core,
-    )).encode())
+    digest.update(
+        repr(
+            (
+                torch.is_grad_enabled(),
+                torch.is_inference_mode_enabled(),
+                torch.is_autocast_enabled("cpu"),
+                fallback_disabled(),
+                opts.target,
+                opts.pipeline,
+                opts.dump_dir,
+                opts.core,
+            )
+        ).encode()
+    )
     return digest.hexdigest()
 
 
@@ -133,7 +153,11 @@ def _compile_or_fallback(gm: torch.fx.GraphModule, example_inputs, name: str, op
         # tensors (lifted as weights, hashed for the cache) must be read outside it.
         with unset_fake_temporarily():
             compiled = compile_graph(
-                gm, example_inputs, name=name, target=opts.target, pipeline=opts.pipeline,
+                gm,
+                example_inputs,
+                name=name,
+                target=opts.target,
+                pipeline=opts.pipeline,
                 dump_dir=opts.dump_dir,
             )
     except LoweringError as exc:
@@ -166,10 +190,7 @@ class NeuronGraphFunction:
         # linalg's error checks); the program takes it as an empty tensor.
         on_device = device.type == "neuron"
         convert = _device_to_numpy() if on_device else tensors.to_numpy
-        arrays = [
-            convert(a) if a is not None else self._empty_input(i)
-            for i, a in enumerate(args)
-        ]
+        arrays = [convert(a) if a is not None else self._empty_input(i) for i, a in enumerate(args)]
         # Neuron tensors in and out are charged to HBM as tensors already.
         results = self.loaded.execute(arrays, resident=on_device)
         produced = iter(results)
@@ -206,8 +227,7 @@ class ShapeSpecializingFunction:
 
     def __call__(self, *args):
         key = tuple(
-            (tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else (type(a), a)
-            for a in args
+            (tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else (type(a), a) for a in args
         )
         function = self._by_shapes.get(key)
         if function is None:
@@ -241,9 +261,7 @@ def _has_symbolic_inputs(gm: torch.fx.GraphModule) -> bool:
         value = node.meta.get("val")
         if isinstance(value, torch.SymInt):
             return True
-        if isinstance(value, torch.Tensor) and any(
-            not isinstance(d, int) for d in value.shape
-        ):
+        if isinstance(value, torch.Tensor) and any(not isinstance(d, int) for d in value.shape):
             return True
     return False
 

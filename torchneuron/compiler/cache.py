@@ -33,8 +33,9 @@ import os
 import tempfile
 import threading
 import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 CACHE_DIR_VAR = "TORCHNEURON_CACHE_DIR"
 CACHE_ENABLE_VAR = "TORCHNEURON_CACHE"
@@ -275,14 +276,14 @@ class NeffCache:
 
 def _check_key(key: str) -> None:
     if not (isinstance(key, str) and len(key) >= 8 and all(c in "0123456789abcdef" for c in key)):
-        raise ValueError(
-            f"NEFF cache keys are lowercase hex digests (from key_for), got {key!r}"
-        )
+        raise ValueError(f"NEFF cache keys are lowercase hex digests (from key_for), got {key!r}")
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    descriptor, temporary = tempfile.mkstemp(
+        prefix=f".{path.name}.", suffix=".tmp", dir=path.parent
+    )
     try:
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)

@@ -1,14 +1,14 @@
 """``neuronc``: compile, inspect and run NEFFs from the command line.
 
-    neuronc compile model.pt2 -o model.neff --target trn2
-    neuronc compile model.pt2 --emit stablehlo
-    neuronc compile model.pt2 -o m.neff --dump-dir dump/ --passes "canonicalize,cse" --print-ir-after-all
-    neuronc inspect model.neff
-    neuronc run model.neff --input x=input.npy --output-dir out/
-    neuronc profile model.neff -o trace.json      # Perfetto/Chrome trace, one lane per engine
-    neuronc estimate model.pt2 --target trn2 --target trn3   # side by side, no NEFF written
-    neuronc golden update model.pt2 --dir goldens/model   # write normalized IR of each stage
-    neuronc golden check  model.pt2 --dir goldens/model   # exit 1 with a diff if it changed
+neuronc compile model.pt2 -o model.neff --target trn2
+neuronc compile model.pt2 --emit stablehlo
+neuronc compile model.pt2 -o m.neff --dump-dir dump/ --passes "canonicalize,cse" --print-ir-after-all
+neuronc inspect model.neff
+neuronc run model.neff --input x=input.npy --output-dir out/
+neuronc profile model.neff -o trace.json      # Perfetto/Chrome trace, one lane per engine
+neuronc estimate model.pt2 --target trn2 --target trn3   # side by side, no NEFF written
+neuronc golden update model.pt2 --dir goldens/model   # write normalized IR of each stage
+neuronc golden check  model.pt2 --dir goldens/model   # exit 1 with a diff if it changed
 """
 
 from __future__ import annotations
@@ -61,41 +61,58 @@ def _parser() -> argparse.ArgumentParser:
     compile_cmd.add_argument("program", help="a program saved with torch.export.save")
     compile_cmd.add_argument("-o", "--output", help="where to write the NEFF")
     compile_cmd.add_argument("--target", choices=TARGETS, default="trn2")
-    compile_cmd.add_argument("--emit", choices=STAGES[:-1],
-                             help="print this stage's artifact and stop")
+    compile_cmd.add_argument(
+        "--emit", choices=STAGES[:-1], help="print this stage's artifact and stop"
+    )
     compile_cmd.add_argument("--dump-dir", help="write every stage's artifact as <name>.<stage>")
     compile_cmd.add_argument("--passes", help="pass pipeline (default: the -O pipeline)")
-    compile_cmd.add_argument("--print-ir-after-all", action="store_true",
-                             help="print the IR after every pass to stderr")
+    compile_cmd.add_argument(
+        "--print-ir-after-all", action="store_true", help="print the IR after every pass to stderr"
+    )
     compile_cmd.add_argument("--name", help="program name (default: the file's stem)")
     compile_cmd.set_defaults(handler=_compile)
 
     inspect_cmd = commands.add_parser("inspect", help="describe a NEFF")
     inspect_cmd.add_argument("neff")
-    inspect_cmd.add_argument("--kernels", default="30", metavar="N|all",
-                             help="schedule rows to show (default 30)")
+    inspect_cmd.add_argument(
+        "--kernels", default="30", metavar="N|all", help="schedule rows to show (default 30)"
+    )
     inspect_cmd.set_defaults(handler=_inspect)
 
     profile_cmd = commands.add_parser(
-        "profile", help="execute a NEFF under the profiler; write a Chrome/Perfetto trace")
+        "profile", help="execute a NEFF under the profiler; write a Chrome/Perfetto trace"
+    )
     profile_cmd.add_argument("neff")
     profile_cmd.add_argument("-o", "--output", help="where to write the trace (JSON)")
     profile_cmd.add_argument("--iterations", type=int, default=1, help="executions (default 1)")
-    profile_cmd.add_argument("--execute", action="store_true",
-                             help="compute numbers with XLA (default: the null executor, "
-                                  "timing and memory only) on zero inputs")
+    profile_cmd.add_argument(
+        "--execute",
+        action="store_true",
+        help="compute numbers with XLA (default: the null executor, "
+        "timing and memory only) on zero inputs",
+    )
     profile_cmd.add_argument("--core", type=int, default=0, help="logical NeuronCore index")
-    profile_cmd.add_argument("--group-by", choices=("kernel", "neff"), default="kernel",
-                             help="rows of the printed table (default: kernel)")
+    profile_cmd.add_argument(
+        "--group-by",
+        choices=("kernel", "neff"),
+        default="kernel",
+        help="rows of the printed table (default: kernel)",
+    )
     profile_cmd.set_defaults(handler=_profile)
 
     estimate_cmd = commands.add_parser(
-        "estimate", help="estimate latency, MFU and HBM of a program on one or more targets")
+        "estimate", help="estimate latency, MFU and HBM of a program on one or more targets"
+    )
     estimate_cmd.add_argument("program", help="a program saved with torch.export.save")
-    estimate_cmd.add_argument("--target", action="append", choices=TARGETS,
-                              help="a target chip (repeat to compare; default trn2)")
-    estimate_cmd.add_argument("--lnc", type=int, choices=(1, 2),
-                              help="logical NeuronCore size (default: each target's)")
+    estimate_cmd.add_argument(
+        "--target",
+        action="append",
+        choices=TARGETS,
+        help="a target chip (repeat to compare; default trn2)",
+    )
+    estimate_cmd.add_argument(
+        "--lnc", type=int, choices=(1, 2), help="logical NeuronCore size (default: each target's)"
+    )
     estimate_cmd.add_argument("--passes", help="pass pipeline (default: the -O pipeline)")
     estimate_cmd.add_argument("--name", help="program name (default: the file's stem)")
     estimate_cmd.add_argument("--json", action="store_true", help="print the figures as JSON")
@@ -103,15 +120,20 @@ def _parser() -> argparse.ArgumentParser:
 
     run_cmd = commands.add_parser("run", help="run a NEFF on an emulated NeuronCore")
     run_cmd.add_argument("neff")
-    run_cmd.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
-                         help="an input as a .npy file, by name or (FILE.npy alone) in order; "
-                              "repeat per input")
+    run_cmd.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="NAME=FILE.npy",
+        help="an input as a .npy file, by name or (FILE.npy alone) in order; repeat per input",
+    )
     run_cmd.add_argument("--output-dir", help="write each output as <name>.npy here")
     run_cmd.add_argument("--core", type=int, default=0, help="logical NeuronCore index")
     run_cmd.set_defaults(handler=_run)
 
     golden_cmd = commands.add_parser(
-        "golden", help="golden-IR checks: has the compiled program changed?")
+        "golden", help="golden-IR checks: has the compiled program changed?"
+    )
     golden_actions = golden_cmd.add_subparsers(dest="golden_action", required=True)
     for action, help_text in (
         ("update", "write (or refresh) the goldens and print what changed"),
@@ -123,8 +145,11 @@ def _parser() -> argparse.ArgumentParser:
         golden_action.add_argument("--target", choices=TARGETS, default="trn2")
         golden_action.add_argument("--passes", help="pass pipeline (default: the -O pipeline)")
         golden_action.add_argument("--name", help="program name (default: the file's stem)")
-        golden_action.add_argument("--weight-digests", action="store_true",
-                                   help="also record a sha256 of every weight's data")
+        golden_action.add_argument(
+            "--weight-digests",
+            action="store_true",
+            help="also record a sha256 of every weight's data",
+        )
         golden_action.set_defaults(handler=_golden)
     return parser
 
@@ -156,13 +181,14 @@ def _compile(args) -> int:
         if not compiled.artifacts[args.emit].endswith("\n"):
             sys.stdout.write("\n")
     if args.output:
-
         if compiled.neff is None:
             raise UsageError("--emit stops before the NEFF stage; drop -o or --emit")
         Path(args.output).parent.mkdir(parents=True, exist_ok=True)
         _atomic_write(Path(args.output), compiled.neff)
-        print(f"wrote {args.output} ({len(compiled.neff)} bytes, target {args.target})",
-              file=sys.stderr)
+        print(
+            f"wrote {args.output} ({len(compiled.neff)} bytes, target {args.target})",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -209,8 +235,10 @@ def _profile(args) -> int:
         for _ in range(args.iterations):
             loaded.execute(inputs)
     if loaded.schedule is None:
-        print(f"neuronc: warning: {args.neff} has no schedule; device times are unknown",
-              file=sys.stderr)
+        print(
+            f"neuronc: warning: {args.neff} has no schedule; device times are unknown",
+            file=sys.stderr,
+        )
     print(prof.table(group_by=args.group_by))
     if args.output:
         Path(args.output).parent.mkdir(parents=True, exist_ok=True)
@@ -236,9 +264,15 @@ def _estimate(args) -> int:
     start = time.perf_counter()
     # Everything up to the optimized program is the same for every target.
     compiled = compile_graph(
-        graph.graph_module, name=args.name or program_path.stem, target=targets[0],
-        pipeline=args.passes, weights=graph.weights, weight_sources=graph.weight_sources,
-        output_names=graph.output_names, stop_after="optimized", use_cache=False,
+        graph.graph_module,
+        name=args.name or program_path.stem,
+        target=targets[0],
+        pipeline=args.passes,
+        weights=graph.weights,
+        weight_sources=graph.weight_sources,
+        output_names=graph.output_names,
+        stop_after="optimized",
+        use_cache=False,
     )
     compile_seconds = time.perf_counter() - start
     columns = {}
@@ -256,13 +290,18 @@ def _estimate(args) -> int:
             "estimate_seconds": round(seconds, 4),
         }
     if args.json:
-        report = {"program": str(program_path), "compile_seconds": round(compile_seconds, 3),
-                  "targets": columns}
+        report = {
+            "program": str(program_path),
+            "compile_seconds": round(compile_seconds, 3),
+            "targets": columns,
+        }
         print(json.dumps(report, indent=2, sort_keys=True))
         return 0
     print(_estimate_table(columns))
-    print(f"(lowering and passes {compile_seconds:.2f} s; estimates from the cost model, "
-          "not measurements; peak HBM excludes the serialized program)")
+    print(
+        f"(lowering and passes {compile_seconds:.2f} s; estimates from the cost model, "
+        "not measurements; peak HBM excludes the serialized program)"
+    )
     return 0
 
 
@@ -277,8 +316,10 @@ def _estimate_table(columns: dict[str, dict]) -> str:
         ("logical core", lambda c: f"LNC={c['lnc']}"),
         ("estimated latency", latency),
         ("MFU", lambda c: f"{100 * c['mfu']:.1f}%"),
-        *[(f"{engine} busy", lambda c, e=engine: f"{c['engine_busy_percent'].get(e, 0.0):.1f}%")
-          for engine in ENGINES],
+        *[
+            (f"{engine} busy", lambda c, e=engine: f"{c['engine_busy_percent'].get(e, 0.0):.1f}%")
+            for engine in ENGINES
+        ],
         ("HBM traffic", lambda c: format_bytes(c["hbm_bytes"])),
         ("peak HBM", lambda c: format_bytes(c["peak_hbm_bytes"])),
         ("HBM per core", lambda c: format_bytes(c["hbm_capacity_bytes"])),
@@ -313,8 +354,10 @@ def _run(args) -> int:
         raise UsageError("give every --input as NAME=FILE.npy, or every one as FILE.npy in order")
     if positional:
         if len(positional) > len(expected):
-            raise UsageError(f"{len(positional)} inputs given; the program takes "
-                             f"{len(expected)}: {', '.join(expected) or 'none'}")
+            raise UsageError(
+                f"{len(positional)} inputs given; the program takes "
+                f"{len(expected)}: {', '.join(expected) or 'none'}"
+            )
         given = dict(zip(expected, positional))
     for item in args.input if not positional else ():
         name, _, file = item.partition("=")
@@ -325,8 +368,10 @@ def _run(args) -> int:
         given[name] = file
     unknown = sorted(set(given) - set(expected))
     if unknown:
-        raise UsageError(f"unknown input(s) {', '.join(unknown)}; the program takes: "
-                         f"{', '.join(expected) or 'no inputs'}")
+        raise UsageError(
+            f"unknown input(s) {', '.join(unknown)}; the program takes: "
+            f"{', '.join(expected) or 'no inputs'}"
+        )
     missing = [n for n in expected if n not in given]
     if missing:
         raise UsageError(f"missing input(s): {', '.join(missing)} (pass --input NAME=FILE.npy)")
@@ -336,14 +381,20 @@ def _run(args) -> int:
         try:
             array = np.load(file, allow_pickle=False)
         except (OSError, ValueError) as exc:
-            raise UsageError(f"--input {spec['name']}={file}: cannot read .npy file ({exc})")
+            raise UsageError(
+                f"--input {spec['name']}={file}: cannot read .npy file ({exc})"
+            ) from None
         expected_dtype = tensors.numpy_dtype(spec["dtype"])
         if array.dtype != expected_dtype:
-            raise UsageError(f"--input {spec['name']}={file}: dtype {array.dtype}, "
-                             f"the program expects {spec['dtype']}")
+            raise UsageError(
+                f"--input {spec['name']}={file}: dtype {array.dtype}, "
+                f"the program expects {spec['dtype']}"
+            )
         if list(array.shape) != list(spec["shape"]):
-            raise UsageError(f"--input {spec['name']}={file}: shape {list(array.shape)}, "
-                             f"the program expects {spec['shape']}")
+            raise UsageError(
+                f"--input {spec['name']}={file}: shape {list(array.shape)}, "
+                f"the program expects {spec['shape']}"
+            )
         arrays.append(array)
     outputs = load_neff(neff, core=args.core).execute(arrays)
     out_dir = Path(args.output_dir) if args.output_dir else None
@@ -354,8 +405,12 @@ def _run(args) -> int:
             np.save(out_dir / f"{spec['name']}.npy", value, allow_pickle=False)
         print(f"{spec['name']}: {spec['dtype']}{spec['shape']}")
         if not out_dir:
-            print(np.array2string(np.asarray(value, dtype=np.float64) if value.dtype.kind == "V"
-                                  else value, threshold=20))
+            print(
+                np.array2string(
+                    np.asarray(value, dtype=np.float64) if value.dtype.kind == "V" else value,
+                    threshold=20,
+                )
+            )
     return 0
 
 

@@ -22,8 +22,9 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -103,7 +104,7 @@ class CompiledOp:
 
 
 last_timings = CompileTimings()
-_live_ops: "dict[str, CompiledOp]" = {}
+_live_ops: dict[str, CompiledOp] = {}
 _live_lock = threading.Lock()
 
 
@@ -157,6 +158,7 @@ def trace(
             torch.empty_strided(spec.shape, spec.stride, dtype=spec.dtype, device="cpu")
             for spec in specs
         ]
+
     def positional(*flat):  # placeholders are then named arg<i>_1, whatever traced_fn calls them
         return traced_fn(*flat)
 
@@ -167,7 +169,9 @@ def trace(
             tracing_mode="real",
         )(*fake_inputs)
     except Exception as error:
-        raise OpCompileError(op_name, f"could not be traced ({type(error).__name__}: {error})")
+        raise OpCompileError(
+            op_name, f"could not be traced ({type(error).__name__}: {error})"
+        ) from error
     finally:
         last_timings.trace = time.perf_counter() - start
     return gm, fake_inputs

@@ -24,8 +24,8 @@ class ProgramLoadError(RuntimeError):
 @dataclass
 class ExportedGraph:
     graph_module: torch.fx.GraphModule
-    weights: dict[str, torch.Tensor]        # placeholder name -> value
-    weight_sources: dict[str, str]          # placeholder name -> parameter/buffer FQN
+    weights: dict[str, torch.Tensor]  # placeholder name -> value
+    weight_sources: dict[str, str]  # placeholder name -> parameter/buffer FQN
     output_names: list[str]
 
 
@@ -59,7 +59,9 @@ def exported_graph(program: ExportedProgram) -> ExportedGraph:
             if value is None:
                 value = program.constants.get(spec.target)
             if not isinstance(value, torch.Tensor):
-                raise LoweringError(f"program {spec.kind.name.lower()} {spec.target} has no tensor value")
+                raise LoweringError(
+                    f"program {spec.kind.name.lower()} {spec.target} has no tensor value"
+                )
             weights[spec.arg.name] = value.detach()
             sources[spec.arg.name] = spec.target
             continue

@@ -16,9 +16,10 @@ import operator
 import sys
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence, TextIO
+from typing import Any, TextIO
 
 import numpy as np
 import torch
@@ -54,10 +55,10 @@ class CompiledGraph:
     name: str
     target: str
     neff: bytes | None
-    inputs: list[dict]        # runtime inputs, in call order: name, shape, dtype
-    weights: list[dict]       # weights stored in the NEFF: name, shape, dtype, source
-    outputs: list[dict]       # name, shape, dtype
-    output_count: int         # outputs of the FX graph, None ones included
+    inputs: list[dict]  # runtime inputs, in call order: name, shape, dtype
+    weights: list[dict]  # weights stored in the NEFF: name, shape, dtype, source
+    outputs: list[dict]  # name, shape, dtype
+    output_count: int  # outputs of the FX graph, None ones included
     none_outputs: tuple[int, ...]
     artifacts: dict[str, str] = field(default_factory=dict)
     constant_outputs: dict[int, Any] = field(default_factory=dict)  # position -> number
@@ -129,8 +130,16 @@ def compile_graph(
             return hit
 
     result = _Compilation(
-        gm, name, target, pipeline, weights or {}, dict(weight_sources or {}),
-        output_names, dump_dir, print_ir_after_all, ir_stream,
+        gm,
+        name,
+        target,
+        pipeline,
+        weights or {},
+        dict(weight_sources or {}),
+        output_names,
+        dump_dir,
+        print_ir_after_all,
+        ir_stream,
     ).run(stop_after)
     if key is not None:
         _MEMORY_CACHE.put(key, result)
@@ -140,8 +149,19 @@ def compile_graph(
 class _Compilation:
     """One run through the stage table; each stage method consumes the previous artifact."""
 
-    def __init__(self, gm, name, target, pipeline, weights, weight_sources, output_names,
-                 dump_dir, print_ir_after_all, ir_stream):
+    def __init__(
+        self,
+        gm,
+        name,
+        target,
+        pipeline,
+        weights,
+        weight_sources,
+        output_names,
+        dump_dir,
+        print_ir_after_all,
+        ir_stream,
+    ):
         self.gm = gm
         self.name = name
         self.target = target
@@ -246,7 +266,7 @@ class _Compilation:
         start = time.perf_counter()
         try:
             self.schedule = estimate(self.module, self.target, logical_core_size(self.target))
-        except Exception as error:  # noqa: BLE001 -- an estimate must never stop a compile
+        except Exception as error:
             warnings.warn(
                 f"torchneuron: no time/memory estimate for {self.name!r}: "
                 f"{type(error).__name__}: {error}",
@@ -282,7 +302,8 @@ class _Compilation:
             },
             "weights": [
                 _spec(a) | {"source": self.weight_sources.get(a["name"], a["name"])}
-                for a in arguments if a["kind"] == "weight"
+                for a in arguments
+                if a["kind"] == "weight"
             ],
             "target": self.target,
             "lnc": lnc,
@@ -326,8 +347,7 @@ class _Compilation:
             return
         arguments, results = _signature_of(self.module)
         tensors = [
-            (f"{a['kind']} {a['name']} {a['dtype']}{a['shape']}", _size_bytes(a))
-            for a in arguments
+            (f"{a['kind']} {a['name']} {a['dtype']}{a['shape']}", _size_bytes(a)) for a in arguments
         ] + [
             (f"output {o['name']} {o['dtype']}{o['shape']}", _size_bytes(o))
             for o in self._named_outputs(results)
@@ -374,9 +394,7 @@ class _Compilation:
             raise CompileError(
                 f"{len(names)} output names given for {len(results)} program results"
             )
-        return [
-            {"name": names[i] if names else f"output{i}", **r} for i, r in enumerate(results)
-        ]
+        return [{"name": names[i] if names else f"output{i}", **r} for i, r in enumerate(results)]
 
     def _result(self) -> CompiledGraph:
         inputs, weights, outputs = [], [], []
@@ -409,16 +427,28 @@ class _Compilation:
 # -- module inspection and serialization ------------------------------------
 
 _ELEMENT_TYPES = {
-    "f32": "float32", "f64": "float64", "f16": "float16", "bf16": "bfloat16",
-    "f8E4M3FN": "float8_e4m3fn", "f8E5M2": "float8_e5m2",
-    "i64": "int64", "i32": "int32", "i16": "int16", "i8": "int8", "ui8": "uint8",
-    "i1": "bool", "complex<f32>": "complex64",
+    "f32": "float32",
+    "f64": "float64",
+    "f16": "float16",
+    "bf16": "bfloat16",
+    "f8E4M3FN": "float8_e4m3fn",
+    "f8E5M2": "float8_e5m2",
+    "i64": "int64",
+    "i32": "int32",
+    "i16": "int16",
+    "i8": "int8",
+    "ui8": "uint8",
+    "i1": "bool",
+    "complex<f32>": "complex64",
 }
 
 
 def _main_function(module: ir.Module):
     for op in module.body.operations:
-        if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main":
+        if (
+            op.operation.name == "func.func"
+            and ir.StringAttr(op.attributes["sym_name"]).value == "main"
+        ):
             return op
     raise LoweringError("the lowered module has no func.func @main")
 
@@ -505,8 +535,11 @@ def _aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence) -> torch.fx.
     """``gm`` itself when it is an ATen graph with metadata; else ``gm`` retraced to one."""
     if all(
         "val" in node.meta
-        and (node.op != "call_function" or isinstance(node.target, torch._ops.OpOverload)
-             or node.target is operator.getitem)
+        and (
+            node.op != "call_function"
+            or isinstance(node.target, torch._ops.OpOverload)
+            or node.target is operator.getitem
+        )
         for node in gm.graph.nodes
         if node.op not in ("output", "get_attr")
     ):
@@ -519,8 +552,9 @@ def _aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence) -> torch.fx.
             f"the graph has {len(placeholders)} inputs but {len(example_inputs)} example "
             "inputs were given; example inputs are needed to trace a graph without metadata"
         )
-    return make_fx(gm, decomposition_table=lowering.decomposition_table(),
-                   tracing_mode="fake")(*example_inputs)
+    return make_fx(gm, decomposition_table=lowering.decomposition_table(), tracing_mode="fake")(
+        *example_inputs
+    )
 
 
 def _cache_key(gm, name, target, pipeline, weights, output_names, stop_after) -> str:

@@ -206,7 +206,7 @@ class WorkerPool:
                         outcomes[index] = outcome
                         if on_outcome is not None:
                             on_outcome(outcome)
-            except BaseException as error:  # noqa: BLE001 - reported after the join
+            except BaseException as error:
                 failures.append(error)
             finally:
                 if worker is not None:

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import collections
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -52,20 +53,43 @@ aten = torch.ops.aten
 # Ops whose output shape depends on input values, or whose result is a host value.
 HOST_OPS = frozenset(
     {
-        "aten::nonzero", "aten::nonzero_numpy", "aten::masked_select", "aten::_unique",
-        "aten::_unique2", "aten::unique_dim", "aten::unique_consecutive",
-        "aten::unique_dim_consecutive", "aten::repeat_interleave", "aten::bincount",
-        "aten::equal", "aten::is_set_to", "aten::_assert_async", "aten::_assert_async.msg",
-        "aten::_print", "aten::nonzero_static",
+        "aten::nonzero",
+        "aten::nonzero_numpy",
+        "aten::masked_select",
+        "aten::_unique",
+        "aten::_unique2",
+        "aten::unique_dim",
+        "aten::unique_consecutive",
+        "aten::unique_dim_consecutive",
+        "aten::repeat_interleave",
+        "aten::bincount",
+        "aten::equal",
+        "aten::is_set_to",
+        "aten::_assert_async",
+        "aten::_assert_async.msg",
+        "aten::_print",
+        "aten::nonzero_static",
     }
 )
 # Random ops without a Generator argument: they draw from the default generator.
-IMPLICIT_RANDOM_OPS = frozenset({"aten::native_dropout", "aten::_fused_dropout", "aten::rrelu_with_noise"})
+IMPLICIT_RANDOM_OPS = frozenset(
+    {"aten::native_dropout", "aten::_fused_dropout", "aten::rrelu_with_noise"}
+)
 
 COMPILED_CACHE_ENTRIES = 4096
 
 # How a schema argument is handled.
-TENSOR, OPTIONAL_TENSOR, TENSOR_LIST, OPTIONAL_TENSOR_LIST, SCALAR, SCALAR_LIST, GENERATOR, DEVICE, STATIC = range(9)
+(
+    TENSOR,
+    OPTIONAL_TENSOR,
+    TENSOR_LIST,
+    OPTIONAL_TENSOR_LIST,
+    SCALAR,
+    SCALAR_LIST,
+    GENERATOR,
+    DEVICE,
+    STATIC,
+) = range(9)
 
 _numpy_dtype_of: dict[torch.dtype, np.dtype] = {}
 
@@ -180,7 +204,7 @@ class OpPlan:
             return self.call(_numbers_as_tensors(self, values))
 
 
-def _numbers_as_tensors(plan: "OpPlan", values: list) -> list:
+def _numbers_as_tensors(plan: OpPlan, values: list) -> list:
     """``values`` with numbers in Tensor positions as 0-d tensors that promote like them.
 
     A wrapped number does not take part in type promotion unless its category
@@ -192,7 +216,9 @@ def _numbers_as_tensors(plan: "OpPlan", values: list) -> list:
     converted = list(values)
     for position, value in enumerate(values):
         kind = plan.kinds[position]
-        if (kind == TENSOR or kind == OPTIONAL_TENSOR) and isinstance(value, (bool, int, float, complex)):
+        if (kind == TENSOR or kind == OPTIONAL_TENSOR) and isinstance(
+            value, (bool, int, float, complex)
+        ):
             converted[position] = torch.tensor(value, dtype=_wrapped_dtype(value, like))
     return converted
 
@@ -209,7 +235,13 @@ def _wrapped_dtype(value: Any, like: torch.Tensor | None) -> torch.dtype:
     if like is not None:
         dtype = like.dtype
         like_category = (
-            3 if dtype.is_complex else 2 if dtype.is_floating_point else 0 if dtype == torch.bool else 1
+            3
+            if dtype.is_complex
+            else 2
+            if dtype.is_floating_point
+            else 0
+            if dtype == torch.bool
+            else 1
         )
         if like_category == category:
             return dtype
@@ -236,7 +268,10 @@ def plan_for(op: torch._ops.OpOverload) -> OpPlan:
         alias = None
         if ret.alias_info is not None:
             for i, a in enumerate(arguments):
-                if a.alias_info is not None and a.alias_info.before_set == ret.alias_info.before_set:
+                if (
+                    a.alias_info is not None
+                    and a.alias_info.before_set == ret.alias_info.before_set
+                ):
                     alias = i
                     break
         return_aliases.append(alias)
@@ -326,7 +361,9 @@ def _device_of(plan: OpPlan, values: list) -> int:
         elif kind == DEVICE and value is not None and found is None:
             device = torch.device(value)
             if device.type == DEVICE_TYPE:
-                found = torch.device(DEVICE_TYPE, device.index if device.index is not None else _C.current_device())
+                found = torch.device(
+                    DEVICE_TYPE, device.index if device.index is not None else _C.current_device()
+                )
             continue
         else:
             continue
@@ -358,7 +395,7 @@ class _HostOnly:
     indexing) run on the host by design, without a fallback warning.
     """
 
-    __slots__ = ("reason", "unsupported", "data_dependent")
+    __slots__ = ("data_dependent", "reason", "unsupported")
 
     def __init__(self, reason: str, unsupported: bool, data_dependent: bool = False):
         self.reason = reason
@@ -388,7 +425,7 @@ def _computed(meta: tuple | None) -> bool:
     return meta is not None and 0 not in meta[0]
 
 
-_compiled: "collections.OrderedDict[tuple, _Entry | _HostOnly]" = collections.OrderedDict()
+_compiled: collections.OrderedDict[tuple, _Entry | _HostOnly] = collections.OrderedDict()
 _compiled_lock = threading.RLock()
 
 
@@ -407,8 +444,14 @@ def _signature(plan: OpPlan, values: list) -> tuple[tuple, list[torch.Tensor], l
                 key.append(("scalar", type(value).__name__))
                 continue
             tensors.append(value)
-            key.append((value.dtype, value.shape, None if value.is_contiguous() else value.stride(),
-                        value.device.type))
+            key.append(
+                (
+                    value.dtype,
+                    value.shape,
+                    None if value.is_contiguous() else value.stride(),
+                    value.device.type,
+                )
+            )
         elif kind == TENSOR_LIST or kind == OPTIONAL_TENSOR_LIST:
             parts = []
             for item in value:
@@ -416,8 +459,14 @@ def _signature(plan: OpPlan, values: list) -> tuple[tuple, list[torch.Tensor], l
                     parts.append(None)
                 else:
                     tensors.append(item)
-                    parts.append((item.dtype, item.shape,
-                                  None if item.is_contiguous() else item.stride(), item.device.type))
+                    parts.append(
+                        (
+                            item.dtype,
+                            item.shape,
+                            None if item.is_contiguous() else item.stride(),
+                            item.device.type,
+                        )
+                    )
             key.append(tuple(parts))
         elif kind == SCALAR and value is not None and position in plan.lifted:
             if _is_default(plan, position, value):
@@ -686,8 +735,15 @@ def _is_user_error(error: Exception) -> bool:
         UnsupportedOperatorException,
     )
 
-    if isinstance(error, (DataDependentOutputException, DynamicOutputShapeException,
-                          UnsupportedOperatorException, NotImplementedError)):
+    if isinstance(
+        error,
+        (
+            DataDependentOutputException,
+            DynamicOutputShapeException,
+            UnsupportedOperatorException,
+            NotImplementedError,
+        ),
+    ):
         return False
     text = str(error)
     return not any(marker in text for marker in ("meta", "Meta", "fake", "Fake", "not implemented"))
@@ -771,7 +827,9 @@ def _traceable(
 def run_on_host(plan: OpPlan, values: list, device: int) -> Any:
     """Run the op's CPU kernel on host aliases of the device tensors; results go to ``device``."""
     kinds = plan.kinds
-    pairs: list[tuple[torch.Tensor, torch.Tensor]] = []  # (device tensor, host alias) of mutated args
+    pairs: list[
+        tuple[torch.Tensor, torch.Tensor]
+    ] = []  # (device tensor, host alias) of mutated args
     mutated = set(plan.mutated)
     host_values = []
     for position, value in enumerate(values):
@@ -828,8 +886,11 @@ def _write_back(device_tensor: torch.Tensor, host: torch.Tensor) -> None:
     same_memory = host.untyped_storage().data_ptr() == device_tensor.untyped_storage().data_ptr()
     if host.shape != device_tensor.shape:
         device_tensor.resize_(host.shape)
-    elif same_memory and host.stride() == device_tensor.stride() and \
-            host.storage_offset() == device_tensor.storage_offset():
+    elif (
+        same_memory
+        and host.stride() == device_tensor.stride()
+        and host.storage_offset() == device_tensor.storage_offset()
+    ):
         return  # written in place
     _C.host_alias(device_tensor).copy_(host)
 
@@ -878,7 +939,7 @@ def install() -> None:
     _libraries.append(aten_library)
     for name in _direct_kernel_ops():
         base, _, overload = name.partition(".")
-        packet = getattr(aten, base[len("aten::"):], None)
+        packet = getattr(aten, base[len("aten::") :], None)
         if packet is None:
             continue
         op = getattr(packet, overload or "default", None)
@@ -889,7 +950,10 @@ def install() -> None:
     # _native_batch_norm_legit is the same op with the mutation declared.
     aten_library.impl(aten.native_batch_norm.default, _native_batch_norm_kernel, "PrivateUse1")
     # Their defaults raise for every backend but CPU/CUDA: compute them like any op.
-    for op in (aten.convolution_overrideable.default, aten.convolution_backward_overrideable.default):
+    for op in (
+        aten.convolution_overrideable.default,
+        aten.convolution_backward_overrideable.default,
+    ):
         aten_library.impl(op, _convolution_kernel(op), "PrivateUse1")
 
 
@@ -913,19 +977,29 @@ def _direct_kernel_ops() -> list[str]:
     has = torch._C._dispatch_has_kernel_for_dispatch_key
     names = list(_WHOLE_OPS)
     for name in torch._C._dispatch_get_all_op_names():
-        if name.startswith("aten::") and has(name, "CompositeExplicitAutogradNonFunctional") \
-                and not has(name, "PrivateUse1"):
+        if (
+            name.startswith("aten::")
+            and has(name, "CompositeExplicitAutogradNonFunctional")
+            and not has(name, "PrivateUse1")
+        ):
             names.append(name)
     return names
 
 
-def _native_batch_norm_kernel(input, weight, bias, running_mean, running_var, training, momentum,
-                              eps):
+def _native_batch_norm_kernel(
+    input, weight, bias, running_mean, running_var, training, momentum, eps
+):
     if running_mean is None or running_var is None:
-        return run_op(aten._native_batch_norm_legit.no_stats,
-                      (input, weight, bias, training, momentum, eps), {})
-    return run_op(aten._native_batch_norm_legit.default,
-                  (input, weight, bias, running_mean, running_var, training, momentum, eps), {})
+        return run_op(
+            aten._native_batch_norm_legit.no_stats,
+            (input, weight, bias, training, momentum, eps),
+            {},
+        )
+    return run_op(
+        aten._native_batch_norm_legit.default,
+        (input, weight, bias, running_mean, running_var, training, momentum, eps),
+        {},
+    )
 
 
 def _convolution_kernel(op: torch._ops.OpOverload) -> Callable:
@@ -936,12 +1010,37 @@ def _convolution_kernel(op: torch._ops.OpOverload) -> Callable:
 
     def kernel(*args, **kwargs):
         if target is aten.convolution_backward.default:
-            grad_output, input, weight, stride, padding, dilation, transposed, output_padding, \
-                groups, output_mask = args
+            (
+                grad_output,
+                input,
+                weight,
+                stride,
+                padding,
+                dilation,
+                transposed,
+                output_padding,
+                groups,
+                output_mask,
+            ) = args
             # The bias has one value per output channel (the gradient's channel dim).
             bias_sizes = [grad_output.shape[1]] if output_mask[2] else None
-            return run_op(target, (grad_output, input, weight, bias_sizes, stride, padding,
-                                   dilation, transposed, output_padding, groups, output_mask), {})
+            return run_op(
+                target,
+                (
+                    grad_output,
+                    input,
+                    weight,
+                    bias_sizes,
+                    stride,
+                    padding,
+                    dilation,
+                    transposed,
+                    output_padding,
+                    groups,
+                    output_mask,
+                ),
+                {},
+            )
         return run_op(target, args, kwargs)
 
     return kernel

@@ -24,7 +24,13 @@ class NeuronFallbackError(RuntimeError):
 
 
 def fallback_forbidden() -> bool:
-    return os.environ.get(NO_FALLBACK_VAR, "0").strip().lower() not in ("", "0", "false", "no", "off")
+    return os.environ.get(NO_FALLBACK_VAR, "0").strip().lower() not in (
+        "",
+        "0",
+        "false",
+        "no",
+        "off",
+    )
 
 
 def record_fallback(op_name: str, reason: str) -> None:

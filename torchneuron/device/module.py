@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import torch
 
@@ -96,13 +97,13 @@ class device:
         self.index = -1 if device is None else _index(device)
         self.previous = -1
 
-    def __enter__(self) -> "device":
+    def __enter__(self) -> device:
         self.previous = current_device()
         if self.index >= 0:
             set_device(self.index)
         return self
 
-    def __exit__(self, *exc_info: Any) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         if self.index >= 0:
             set_device(self.previous)
 

@@ -20,8 +20,9 @@ Scalar arguments of any other op stay compile-time constants (part of the key).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -90,7 +91,9 @@ def _sibling(op) -> tuple[Any, tuple[int, ...]] | None:
         if len(theirs) != len(mine):
             continue
         lifted = []
-        for position, ((name, kind, _), (their_name, their_kind, _)) in enumerate(zip(mine, theirs)):
+        for position, ((name, kind, _), (their_name, their_kind, _)) in enumerate(
+            zip(mine, theirs)
+        ):
             if name != their_name:
                 break
             if kind == their_kind:
@@ -141,10 +144,13 @@ def rewrite_for(op) -> ScalarRewrite | None:
 
 def _foreach_rewrite(op) -> ScalarRewrite | None:
     schema = op._schema
-    base = schema.name[len("aten::_foreach_"):]
+    base = schema.name[len("aten::_foreach_") :]
     in_place = base.endswith("_")
     single_name = base.rstrip("_")
-    if single_name not in FOREACH_ELEMENTWISE or schema.overload_name not in ("Scalar", "ScalarList"):
+    if single_name not in FOREACH_ELEMENTWISE or schema.overload_name not in (
+        "Scalar",
+        "ScalarList",
+    ):
         return None
     types = _schema_types(op)
     scalar_positions = [i for i, (_, kind, _) in enumerate(types) if kind in SCALAR_TYPES]
@@ -169,7 +175,7 @@ def _foreach_rewrite(op) -> ScalarRewrite | None:
     if len(types) > len(single_arguments):
         return None
     # Arguments the foreach op lacks take the single op's defaults (alpha=1, ...).
-    defaults = [a.default_value for a in single_arguments[len(types):]]
+    defaults = [a.default_value for a in single_arguments[len(types) :]]
     returns_list = [str(r.type) for r in schema.returns] == ["List[Tensor]"]
     per_element = set(tensor_list_positions) | set(list_positions)
 

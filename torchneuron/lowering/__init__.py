@@ -6,9 +6,9 @@ from .fx_to_torch import ArgumentInfo, PreparedGraph, import_graph, prepare_grap
 from .torch_to_stablehlo import lower_to_stablehlo, lower_to_torch_backend
 
 __all__ = [
+    "EXTRA_DECOMPOSITIONS",
     "ArgumentInfo",
     "DynamicShapeError",
-    "EXTRA_DECOMPOSITIONS",
     "LoweringError",
     "PreparedGraph",
     "UnsupportedOpError",

@@ -6,7 +6,7 @@ user's program (the FX node's stack trace), so a user can find the line.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 
@@ -23,8 +23,13 @@ class UnsupportedOpError(LoweringError):
     source line, when the FX node recorded one).
     """
 
-    def __init__(self, op: str, input_types: Sequence[str] = (), source: str | None = None,
-                 detail: str | None = None):
+    def __init__(
+        self,
+        op: str,
+        input_types: Sequence[str] = (),
+        source: str | None = None,
+        detail: str | None = None,
+    ):
         self.op = op
         self.input_types = list(input_types)
         self.source = source
@@ -54,9 +59,17 @@ def describe_value(value: object) -> str:
 
 
 _SHORT_DTYPES = {
-    torch.float32: "f32", torch.float64: "f64", torch.float16: "f16", torch.bfloat16: "bf16",
-    torch.int64: "i64", torch.int32: "i32", torch.int16: "i16", torch.int8: "i8",
-    torch.uint8: "u8", torch.bool: "bool", torch.complex64: "c64",
+    torch.float32: "f32",
+    torch.float64: "f64",
+    torch.float16: "f16",
+    torch.bfloat16: "bf16",
+    torch.int64: "i64",
+    torch.int32: "i32",
+    torch.int16: "i16",
+    torch.int8: "i8",
+    torch.uint8: "u8",
+    torch.bool: "bool",
+    torch.complex64: "c64",
 }
 
 

@@ -48,7 +48,7 @@ class PreparedGraph:
     graph_module: torch.fx.GraphModule
     arguments: list[ArgumentInfo]
     weights: dict[str, torch.Tensor] = field(default_factory=dict)
-    output_count: int = 0          # outputs of the original graph, None ones included
+    output_count: int = 0  # outputs of the original graph, None ones included
     none_outputs: tuple[int, ...] = ()  # positions of the outputs that are None
     # outputs that are plain numbers (a size AOTAutograd saves for the backward pass,
     # concrete once the graph is specialised to its input shapes): position -> value
@@ -80,8 +80,10 @@ def prepare_graph(
         if not isinstance(value, torch.Tensor):
             continue
         name = _safe_name(str(node.target))
-        with graph.inserting_after(last_placeholder) if last_placeholder else graph.inserting_before(
-            next(iter(graph.nodes))
+        with (
+            graph.inserting_after(last_placeholder)
+            if last_placeholder
+            else graph.inserting_before(next(iter(graph.nodes)))
         ):
             replacement = graph.placeholder(name)
         replacement.meta["val"] = _fake_like(value, node)

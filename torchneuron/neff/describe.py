@@ -46,8 +46,14 @@ _ENGINE_ORDER = ("TensorE", "VectorE", "ScalarE", "GpSimd", "DMA")
 def _estimate_lines(estimates: dict, manifest: dict) -> list[str]:
     """The manifest's ``estimates`` as labelled lines; unknown keys are listed as they are."""
     known = {
-        "latency_us", "engine_busy_percent", "hbm_bytes", "peak_hbm_bytes", "weights_bytes",
-        "flops", "mfu", "kernels",
+        "latency_us",
+        "engine_busy_percent",
+        "hbm_bytes",
+        "peak_hbm_bytes",
+        "weights_bytes",
+        "flops",
+        "mfu",
+        "kernels",
     }
     where = f"{manifest.get('target', '?')}, LNC={manifest.get('lnc', '?')}"
     lines = [f"estimates (cost model, one {where} logical NeuronCore):"]
@@ -57,8 +63,11 @@ def _estimate_lines(estimates: dict, manifest: dict) -> list[str]:
     if isinstance(busy, dict) and busy:
         order = [e for e in _ENGINE_ORDER if e in busy] + sorted(set(busy) - set(_ENGINE_ORDER))
         lines.append("  engine busy          " + ", ".join(f"{e} {busy[e]:.1f}%" for e in order))
-    for key, label in (("hbm_bytes", "HBM traffic"), ("peak_hbm_bytes", "peak HBM"),
-                       ("weights_bytes", "weights size")):
+    for key, label in (
+        ("hbm_bytes", "HBM traffic"),
+        ("peak_hbm_bytes", "peak HBM"),
+        ("weights_bytes", "weights size"),
+    ):
         if isinstance(estimates.get(key), int):
             lines.append(f"  {label:<20} {_size(estimates[key])} ({estimates[key]} B)")
     if isinstance(estimates.get("mfu"), (int, float)):
@@ -150,9 +159,13 @@ def describe(neff: Neff, max_kernels: int | None = 30) -> str:
     if isinstance(memory_plan, dict) and "peak_hbm_bytes" in memory_plan:
         parts = [
             f"{label} {_size(memory_plan[key])}"
-            for key, label in (("program_bytes", "program"), ("weights_bytes", "weights"),
-                               ("inputs_bytes", "inputs"), ("outputs_bytes", "outputs"),
-                               ("temporaries_bytes", "temporaries"))
+            for key, label in (
+                ("program_bytes", "program"),
+                ("weights_bytes", "weights"),
+                ("inputs_bytes", "inputs"),
+                ("outputs_bytes", "outputs"),
+                ("temporaries_bytes", "temporaries"),
+            )
             if isinstance(memory_plan.get(key), int)
         ]
         lines.append(

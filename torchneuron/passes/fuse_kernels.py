@@ -52,8 +52,14 @@ ValueRef = tuple[int, int]
 
 # Kinds whose kernels accept further element-wise/reduction/layout ops.
 _ACCEPTING_KINDS = frozenset(
-    [engines.MATMUL, engines.ELEMENTWISE, engines.TRANSCENDENTAL, engines.REDUCTION,
-     engines.DATA_MOVEMENT, engines.VIEW]
+    [
+        engines.MATMUL,
+        engines.ELEMENTWISE,
+        engines.TRANSCENDENTAL,
+        engines.REDUCTION,
+        engines.DATA_MOVEMENT,
+        engines.VIEW,
+    ]
 )
 _LAYOUT_KINDS = frozenset([engines.DATA_MOVEMENT, engines.VIEW])
 
@@ -138,7 +144,10 @@ class Dataflow:
             name = op.name
             kind = op_kind(name)
             node = Node(
-                i, op, name, kind,
+                i,
+                op,
+                name,
+                kind,
                 [ref_of(v) for v in op.operands],
                 [tensor_info(r.type) for r in op.results],
             )
@@ -267,10 +276,17 @@ def plan_kernels(flow: Dataflow, fuse: bool = True) -> list[int | None]:
         if node.kind == engines.CONSTANT:
             continue
         single_use = len(node.users) == 1 and not node.returned
-        if fuse and single_use and (
-            node.kind in _LAYOUT_KINDS
-            or (node.kind in engines.FUSIBLE_KINDS and node.operands
-                and all(computed_from_constants(ref) for ref in node.operands))
+        if (
+            fuse
+            and single_use
+            and (
+                node.kind in _LAYOUT_KINDS
+                or (
+                    node.kind in engines.FUSIBLE_KINDS
+                    and node.operands
+                    and all(computed_from_constants(ref) for ref in node.operands)
+                )
+            )
         ):
             pending.add(node.index)
             continue

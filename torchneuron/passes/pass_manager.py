@@ -136,7 +136,7 @@ class PassManager:
         start = time.perf_counter()
         try:
             pass_.run(module, ctx)
-        except Exception as error:  # noqa: BLE001 -- any failure inside a pass becomes a PassError
+        except Exception as error:
             self._fail(
                 index, pass_, snapshot, module, f"raised {type(error).__name__}: {error}", error
             )

@@ -42,6 +42,7 @@ def __getattr__(name: str):
     globals()[name] = value
     return value
 
+
 # The contract's short name for the runtime error class.
 RuntimeError_ = NeuronRuntimeError
 

@@ -84,8 +84,13 @@ REDUCTION_ROW_COPIES = 3
 
 _REREAD_FREE_OPS = frozenset(["stablehlo.slice", "stablehlo.dynamic_slice", "stablehlo.gather"])
 _FREE_LAYOUT_OPS = frozenset(
-    ["stablehlo.broadcast_in_dim", "stablehlo.broadcast", "stablehlo.slice",
-     "stablehlo.dynamic_slice", "stablehlo.dynamic_broadcast_in_dim"]
+    [
+        "stablehlo.broadcast_in_dim",
+        "stablehlo.broadcast",
+        "stablehlo.slice",
+        "stablehlo.dynamic_slice",
+        "stablehlo.dynamic_broadcast_in_dim",
+    ]
 )
 
 
@@ -345,7 +350,10 @@ def _node_engine_seconds(chip, lnc, node: _NodeView) -> tuple[float, list[str]]:
     if node.kind == engines.CONTROL:
         notes.append(f"{node.name}: body not costed (one pass over its results)")
     elif node.kind == engines.IRREGULAR and node.name not in (
-        "stablehlo.gather", "stablehlo.iota", "stablehlo.rng", "stablehlo.rng_bit_generator",
+        "stablehlo.gather",
+        "stablehlo.iota",
+        "stablehlo.rng",
+        "stablehlo.rng_bit_generator",
         "stablehlo.select_and_scatter",
     ):
         notes.append(f"{node.name}: costed as one GpSimd pass over its results")
@@ -416,8 +424,17 @@ def estimate(
         argument_kinds = _argument_kinds(function, len(flow.arguments), weight_names or {})
         views = [
             _NodeView(
-                n.index, n.op, n.name, n.kind, engine_of[n.index], n.operands,
-                [flow.info(ref) for ref in n.operands], n.results, n.users, n.returned, n.splat,
+                n.index,
+                n.op,
+                n.name,
+                n.kind,
+                engine_of[n.index],
+                n.operands,
+                [flow.info(ref) for ref in n.operands],
+                n.results,
+                n.users,
+                n.returned,
+                n.splat,
             )
             for n in flow.nodes
         ]
@@ -484,7 +501,15 @@ def _cost_kernels(chip, lnc, flow, views, kernels, island) -> list[_KernelBuilde
         members = {v.index for v in builder.nodes}
         for node in builder.nodes:
             _cost_node(
-                chip, lnc, builder, node, members, views, island, island_passes, flow.info,
+                chip,
+                lnc,
+                builder,
+                node,
+                members,
+                views,
+                island,
+                island_passes,
+                flow.info,
             )
         for node in builder.nodes:
             escapes = node.returned or any(kernels[u] != builder.id for u in node.users)
@@ -503,17 +528,14 @@ def _island_passes(views, kernels, island) -> dict[int, list[int]]:
         if island[view.index] is None:
             continue
         leaves = view.returned or any(
-            island[u] != island[view.index] or kernels[u] != kernels[view.index]
-            for u in view.users
+            island[u] != island[view.index] or kernels[u] != kernels[view.index] for u in view.users
         )
         if leaves:
             passes.setdefault(island[view.index], []).append(view.index)
     return passes
 
 
-def _cost_node(
-    chip, lnc, builder, node, members, views, island, island_passes, info_of
-) -> None:
+def _cost_node(chip, lnc, builder, node, members, views, island, island_passes, info_of) -> None:
     # HBM reads of values made outside this kernel (arguments, other kernels, constants).
     for number, (ref, info) in enumerate(zip(node.operands, node.operand_infos)):
         producer = ref[0]
@@ -532,8 +554,8 @@ def _cost_node(
         if node.index in island_passes.get(island[node.index], []):
             elements = sum(r.elements for r in node.results)
             builder.add_engine(
-                SCALAR_ENGINE, streaming_seconds(chip, lnc, SCALAR_ENGINE, elements,
-                                                 _widest_dtype(node))
+                SCALAR_ENGINE,
+                streaming_seconds(chip, lnc, SCALAR_ENGINE, elements, _widest_dtype(node)),
             )
         return
     seconds, notes = _node_engine_seconds(chip, lnc, node)
@@ -569,8 +591,10 @@ def _cost_matmul(chip, lnc, builder, node, members, views, info_of) -> None:
             f"{node.name} working set exceeds SBUF: blocked, operands re-read "
             f"{cost.lhs_read_factor:g}x / {cost.rhs_read_factor:g}x"
         )
-    for ref, factor in ((node.operands[0], cost.lhs_read_factor),
-                        (node.operands[1], cost.rhs_read_factor)):
+    for ref, factor in (
+        (node.operands[0], cost.lhs_read_factor),
+        (node.operands[1], cost.rhs_read_factor),
+    ):
         source = _external_source(ref, members, views)
         if source is not None:
             builder.read(source, info_of(source).nbytes * factor)
@@ -601,8 +625,9 @@ def _external_source(ref, members, views):
         producer = views[ref[0]]
         if producer.kind not in (engines.VIEW, engines.DATA_MOVEMENT):
             return None  # computed inside the kernel: already in SBUF
-        inputs = [r for r in producer.operands
-                  if r[0] == ARGUMENT or views[r[0]].kind != engines.CONSTANT]
+        inputs = [
+            r for r in producer.operands if r[0] == ARGUMENT or views[r[0]].kind != engines.CONSTANT
+        ]
         if len(inputs) != 1 or seen > 64:
             return None
         ref = inputs[0]
@@ -695,10 +720,12 @@ def _streaming_sbuf_bytes(chip, lnc, builder: _KernelBuilder) -> int:
 
 
 def _plan_memory(flow, views, kernels, kernel_list, argument_kinds):
-    weights = sum(flow.arguments[i].nbytes for i, (kind, _) in enumerate(argument_kinds)
-                  if kind == "weight")
-    inputs = sum(flow.arguments[i].nbytes for i, (kind, _) in enumerate(argument_kinds)
-                 if kind != "weight")
+    weights = sum(
+        flow.arguments[i].nbytes for i, (kind, _) in enumerate(argument_kinds) if kind == "weight"
+    )
+    inputs = sum(
+        flow.arguments[i].nbytes for i, (kind, _) in enumerate(argument_kinds) if kind != "weight"
+    )
     returned = set(flow.returns)
     outputs = sum(flow.info(ref).nbytes for ref in flow.returns)
     by_id = {k.id: k for k in kernel_list}

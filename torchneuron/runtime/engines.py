@@ -91,8 +91,9 @@ OP_KINDS: dict[str, str] = {
         "all_reduce all_gather all_to_all reduce_scatter collective_permute "
         "collective_broadcast send recv",
     ),
-    **_table(VIEW, "reshape dynamic_reshape bitcast_convert get_tuple_element tuple "
-                   "optimization_barrier"),
+    **_table(
+        VIEW, "reshape dynamic_reshape bitcast_convert get_tuple_element tuple optimization_barrier"
+    ),
     **_table(
         IRREGULAR,
         "gather dynamic_gather scatter sort iota dynamic_iota rng rng_bit_generator "

@@ -30,10 +30,10 @@ from typing import Any, Self
 
 import numpy as np
 
+from torchneuron.runtime import null_executor  # noqa: F401  registers the "null" executor
 from torchneuron.runtime.core import NeuronCore, get_core
 from torchneuron.runtime.dtypes import dtype_name, numpy_dtype
 from torchneuron.runtime.errors import NeuronRuntimeError
-from torchneuron.runtime import null_executor  # noqa: F401  registers the "null" executor
 from torchneuron.runtime.executor import DEFAULT_EXECUTOR, PreparedProgram, get_executor
 from torchneuron.runtime.program import TensorType
 from torchneuron.runtime.topology import LNC_VAR, TARGET_VAR
@@ -319,7 +319,9 @@ class LoadedNeff:
         if not self._finalizer.alive:
             raise NeuronRuntimeError(f"{self.label} was unloaded from {self.core.description}")
         hbm = self.core.hbm
-        charge = self.temporaries_bytes if resident else self.execution_bytes + self.temporaries_bytes
+        charge = (
+            self.temporaries_bytes if resident else self.execution_bytes + self.temporaries_bytes
+        )
         handle = hbm.allocate(charge, self._execution_tag) if charge else None
         try:
             if not _EXECUTE_HOOKS:
@@ -389,7 +391,7 @@ class LoadedNeff:
                     self._schedule = estimate_program(
                         self._program, self.core.target, self.core.lnc
                     )
-            except Exception:  # noqa: BLE001 -- no estimate is not an execution error
+            except Exception:
                 self._schedule = False
         return self._schedule or None
 

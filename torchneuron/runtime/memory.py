@@ -126,12 +126,9 @@ class HbmAllocator:
                 self._total_allocated += charged
                 self._total_requested += nbytes
                 self._num_allocs += 1
-                if allocated > self._peak_allocated:
-                    self._peak_allocated = allocated
-                if self._requested > self._peak_requested:
-                    self._peak_requested = self._requested
-                if len(self._blocks) > self._peak_blocks:
-                    self._peak_blocks = len(self._blocks)
+                self._peak_allocated = max(self._peak_allocated, allocated)
+                self._peak_requested = max(self._peak_requested, self._requested)
+                self._peak_blocks = max(self._peak_blocks, len(self._blocks))
             finally:
                 self._end_update()
         return handle

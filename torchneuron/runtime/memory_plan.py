@@ -97,8 +97,13 @@ class MemoryPlan:
     def from_json(cls, data: dict) -> MemoryPlan:
         buffers = [
             Buffer(
-                t["name"], int(t["size_bytes"]), t["live_us"][0] / 1e6, t["live_us"][1] / 1e6,
-                list(t.get("shape", [])), t.get("dtype", ""), int(t.get("offset", -1)),
+                t["name"],
+                int(t["size_bytes"]),
+                t["live_us"][0] / 1e6,
+                t["live_us"][1] / 1e6,
+                list(t.get("shape", [])),
+                t.get("dtype", ""),
+                int(t.get("offset", -1)),
             )
             for t in data.get("temporaries", [])
         ]
@@ -174,4 +179,3 @@ def plan_memory(
     return MemoryPlan(
         weights_bytes, inputs_bytes, outputs_bytes, arena, live_peak, ordered, peak_time
     )
-

@@ -95,7 +95,8 @@ class Kernel:
             "end_us": _us(self.end_s),
             "engine_us": {e: _us(s) for e, s in sorted(self.engine_seconds.items())},
             "engine_cycles": {
-                e: round(s * clocks[e]) for e, s in sorted(self.engine_seconds.items())
+                e: round(s * clocks[e])
+                for e, s in sorted(self.engine_seconds.items())
                 if e in clocks
             },
             "dma_us": _us(self.dma_seconds),

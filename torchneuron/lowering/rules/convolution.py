@@ -89,8 +89,17 @@ def _expand(values, count: int) -> list[int]:
 
 @lowering_rule(aten.convolution_backward.default)
 def convolution_backward(
-    grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding,
-    groups, output_mask,
+    grad_output,
+    input,
+    weight,
+    bias_sizes,
+    stride,
+    padding,
+    dilation,
+    transposed,
+    output_padding,
+    groups,
+    output_mask,
 ):
     # torch-mlir lowers the gradients of ungrouped ordinary convolutions only.
     parameters = _parameters(input, weight, stride, padding, dilation, output_padding)
@@ -116,7 +125,16 @@ def convolution_backward(
         )
     if output_mask[1]:
         grad_weight = aten.convolution_backward.default(
-            input, grad_output, weight, None, stride, padding, dilation, False, zeros, groups,
+            input,
+            grad_output,
+            weight,
+            None,
+            stride,
+            padding,
+            dilation,
+            False,
+            zeros,
+            groups,
             [False, True, False],
         )[1]
     if output_mask[2]:
@@ -135,8 +153,12 @@ def _grouped_backward(grad_output, input, weight, stride, padding, dilation, gro
         kernel = weight.shape[2:]
         restore = [
             input.shape[2 + i]
-            - ((grad_output.shape[2 + i] - 1) * stride[i] - 2 * padding[i]
-               + dilation[i] * (kernel[i] - 1) + 1)
+            - (
+                (grad_output.shape[2 + i] - 1) * stride[i]
+                - 2 * padding[i]
+                + dilation[i] * (kernel[i] - 1)
+                + 1
+            )
             for i in range(spatial)
         ]
         grad_input = convolution(
@@ -149,7 +171,16 @@ def _grouped_backward(grad_output, input, weight, stride, padding, dilation, gro
         ):
             parts.append(
                 aten.convolution_backward.default(
-                    grads, inputs, weights, None, stride, padding, dilation, False, zeros, 1,
+                    grads,
+                    inputs,
+                    weights,
+                    None,
+                    stride,
+                    padding,
+                    dilation,
+                    False,
+                    zeros,
+                    1,
                     [False, True, False],
                 )[1]
             )

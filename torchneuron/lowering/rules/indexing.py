@@ -418,7 +418,10 @@ def as_strided_scatter(self, src, size, stride, storage_offset=None):
         shape[dim] = extent
         positions = positions + (torch.arange(extent, device=self.device) * step).reshape(shape)
     flat = self.reshape(-1)
-    if positions.numel() and (offset + sum((e - 1) * s for e, s in zip(size, stride) if e)) >= flat.numel():
+    if (
+        positions.numel()
+        and (offset + sum((e - 1) * s for e, s in zip(size, stride) if e)) >= flat.numel()
+    ):
         return NotImplemented  # reaches past self: PyTorch raises for this call
     updated = flat.index_put((positions.reshape(-1),), src.expand(size).reshape(-1).to(self.dtype))
     return updated.reshape(self.shape)

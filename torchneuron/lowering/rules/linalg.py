@@ -123,9 +123,9 @@ def cholesky(self, upper=False):
 # -- triangular solves ---------------------------------------------------------------
 
 
-def _solve_lower_left(l: torch.Tensor, b: torch.Tensor, unit: bool) -> torch.Tensor:
+def _solve_lower_left(lower: torch.Tensor, b: torch.Tensor, unit: bool) -> torch.Tensor:
     """X with L X = B (L lower triangular), row by row (forward substitution)."""
-    n = l.shape[-1]
+    n = lower.shape[-1]
     if n == 0 or b.shape[-1] == 0:
         return b.clone()
     rows: list[torch.Tensor] = []
@@ -133,8 +133,8 @@ def _solve_lower_left(l: torch.Tensor, b: torch.Tensor, unit: bool) -> torch.Ten
         r = b[..., i, :]
         if rows:
             solved = torch.stack(rows, dim=-2)  # [..., i, k]
-            r = r - torch.matmul(l[..., i : i + 1, :i], solved).squeeze(-2)
-        rows.append(r if unit else r / l[..., i, i].unsqueeze(-1))
+            r = r - torch.matmul(lower[..., i : i + 1, :i], solved).squeeze(-2)
+        rows.append(r if unit else r / lower[..., i, i].unsqueeze(-1))
     return torch.stack(rows, dim=-2)
 
 

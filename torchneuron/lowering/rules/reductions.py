@@ -385,7 +385,9 @@ def native_batch_norm_inference(
 
 
 @lowering_rule(aten._batch_norm_with_update_functional.default)
-def batch_norm_with_update_functional(input, weight, bias, running_mean, running_var, momentum, eps):
+def batch_norm_with_update_functional(
+    input, weight, bias, running_mean, running_var, momentum, eps
+):
     # the training batch norm export emits -> _native_batch_norm_legit_functional, plus the
     # (empty, CPU-style) reserve buffer cuDNN would fill
     out, save_mean, save_rstd, new_mean, new_var = aten._native_batch_norm_legit_functional.default(
