@@ -30,10 +30,10 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from torchneuron.compiler.exported import exported_graph
 from torchneuron.compiler.pipeline import compile_graph, logical_core_size
+from torchneuron.estimate.cost_model import estimate_text
 from torchneuron.lowering import decomposition_table
-from torchneuron.runtime import hardware
-from torchneuron.runtime.cost_model import estimate_text
 from torchneuron.runtime.memory import format_bytes
+from torchneuron.target import hardware
 from torchneuron.zoo import GPTBlockLM
 
 TARGETS = ("trn2", "trn3")

@@ -145,7 +145,7 @@ def neuronc(*args, cwd):
 
 
 def test_cli_update_and_check(tmp_path, capsys):
-    from torchneuron.compiler.cli import main
+    from torchneuron.cli import main
 
     model, inputs = tiny()
     program = tmp_path / "tiny.pt2"

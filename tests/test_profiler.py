@@ -14,7 +14,7 @@ from torchneuron.compiler.exported import exported_graph
 from torchneuron.compiler.pipeline import compile_graph
 from torchneuron.neff import read_neff, write_neff
 from torchneuron.runtime import load_neff
-from torchneuron.runtime.engines import ENGINES
+from torchneuron.target.engines import ENGINES
 from torchneuron.zoo import ZOO
 
 

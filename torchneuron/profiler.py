@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from torchneuron.runtime.engines import DMA_ENGINE, ENGINES
+from torchneuron.target.engines import DMA_ENGINE, ENGINES
 
 __all__ = ["ExecutionEvent", "ProfileRow", "profile"]
 

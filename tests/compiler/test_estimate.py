@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 import torch
 
-from torchneuron.compiler import cli
+from torchneuron import cli
 from torchneuron.compiler.exported import exported_graph
 from torchneuron.compiler.pipeline import HbmCapacityError, compile_graph
+from torchneuron.estimate.scheduler import SCHEDULE_PATH, Schedule
 from torchneuron.neff import read_neff, write_neff
 from torchneuron.runtime import NeuronOutOfMemoryError, load_neff, reset_runtime
-from torchneuron.runtime.scheduler import SCHEDULE_PATH, Schedule
-from torchneuron.runtime.topology import ENV_VARS, LNC_VAR, TARGET_VAR
+from torchneuron.target.topology import ENV_VARS, LNC_VAR, TARGET_VAR
 from torchneuron.zoo import ZOO
 
 

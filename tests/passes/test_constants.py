@@ -8,7 +8,7 @@ import pytest
 from torch_mlir import ir
 
 from torchneuron.passes import make_context, parse_module
-from torchneuron.passes.constants import (
+from torchneuron.passes.ir_constants import (
     NUMPY_DTYPE_OF_ELEMENT_TYPE,
     UnsupportedConstantError,
     elements_attr_to_numpy,

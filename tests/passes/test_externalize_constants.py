@@ -9,8 +9,8 @@ from torch_mlir import ir
 
 from tests.passes.xla_executor import assert_same_values, execute
 from torchneuron.passes import PassContext, PassError, PassManager, make_context, parse_module
-from torchneuron.passes.constants import numpy_to_elements_attr
 from torchneuron.passes.externalize_constants import weight_names
+from torchneuron.passes.ir_constants import numpy_to_elements_attr
 from torchneuron.passes.ir_utils import find_function
 
 WEIGHTS = {

@@ -17,12 +17,12 @@ from torch_mlir import ir
 from tests.passes.golden_runner import GOLDEN_DIR
 from tests.passes.xla_executor import assert_same_values, entry_function, execute
 from torchneuron.passes import DEFAULT_PIPELINE, PassContext, PassManager, parse_module
-from torchneuron.passes.constants import numpy_dtype_of
+from torchneuron.passes.ir_constants import numpy_dtype_of
 
 VALUE_PRESERVING = [
     "fold_constants",
     "algebraic_simplify",
-    "dead_code_elimination",
+    "dce",
     "default_pipeline",
 ]
 _SPLIT = re.compile(r"^// -----\s*$", re.MULTILINE)

@@ -12,8 +12,8 @@ from torch_mlir._mlir_libs import _stablehlo as compiler_stablehlo
 
 from torchneuron.neff import Neff, read_neff, weight_file_path, write_neff
 from torchneuron.runtime import reset_runtime
-from torchneuron.runtime.dtypes import numpy_dtype
-from torchneuron.runtime.topology import ENV_VARS
+from torchneuron.target.dtypes import numpy_dtype
+from torchneuron.target.topology import ENV_VARS
 
 # torch-style dtype name -> MLIR element type
 MLIR_TYPES = {

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from torchneuron.runtime import get_core, topology
-from torchneuron.runtime.hardware import GiB, MiB
-from torchneuron.runtime.topology import build_topology, parse_byte_size
+from torchneuron.runtime import get_core
+from torchneuron.target.hardware import GiB, MiB
+from torchneuron.target.topology import build_topology, parse_byte_size, topology
 
 
 def test_default_is_one_trn2_chip_at_lnc2():

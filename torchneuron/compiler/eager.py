@@ -124,7 +124,7 @@ def compile_op(
     for an op in the graph) so the caller can run the op on the CPU instead.
     """
     if target is None:
-        from torchneuron.runtime import topology
+        from torchneuron.target.topology import topology
 
         target = topology().target
     cache = cache if cache is not None else get_default_cache()

@@ -42,7 +42,8 @@ TARGETS = ("trn2", "trn3")
 def logical_core_size(target: str) -> int:
     """The LNC a NEFF for ``target`` is compiled for: the emulated topology's own when it
     emulates that chip (``NEURON_LOGICAL_NC_CONFIG``), else the chip's default."""
-    from torchneuron.runtime import hardware, topology
+    from torchneuron.target import hardware
+    from torchneuron.target.topology import topology
 
     current = topology()
     return current.lnc if current.target == target else hardware.CHIPS[target].default_lnc
@@ -66,7 +67,7 @@ class CompiledGraph:
     pass_timings: dict[str, float] = field(default_factory=dict)
     pass_counters: dict[str, int] = field(default_factory=dict)
     cache_hit: bool = False
-    # The cost model's estimate of the optimized program (runtime.cost_model.estimate),
+    # The cost model's estimate of the optimized program (estimate.cost_model.estimate),
     # None if the estimate failed (a warning says why).
     schedule: Any = None
     estimate_seconds: float = 0.0
@@ -244,9 +245,9 @@ class _Compilation:
         """Annotate kernels and engines, then estimate time and memory on the target."""
         import warnings
 
+        from torchneuron.estimate.cost_model import estimate
         from torchneuron.passes import PassManager
         from torchneuron.passes.registry import split_pipeline
-        from torchneuron.runtime.cost_model import estimate
 
         # A pipeline that ran an annotation pass itself (fuse-kernels{fuse=false}) keeps it.
         already = {name for name, _ in split_pipeline(self.pipeline)} if self.pipeline else set()
@@ -316,7 +317,7 @@ class _Compilation:
         extra_files = {}
         if schedule is not None:
             definition["memory_plan"] = schedule.memory.to_json()
-            from torchneuron.runtime.scheduler import SCHEDULE_PATH
+            from torchneuron.estimate.scheduler import SCHEDULE_PATH
 
             extra_files[SCHEDULE_PATH] = schedule.to_bytes()
         neff = Neff(
@@ -337,8 +338,8 @@ class _Compilation:
 
     def _check_fits(self, schedule, lnc: int) -> None:
         """HbmCapacityError when the program's peak HBM exceeds one logical core's."""
-        from torchneuron.runtime import hardware
         from torchneuron.runtime.memory import format_bytes
+        from torchneuron.target import hardware
 
         capacity = hardware.chip(self.target).hbm_bytes_per_logical_core(lnc)
         plan = schedule.memory

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from torchneuron.runtime.dtypes import NUMPY_DTYPES
+from torchneuron.target.dtypes import NUMPY_DTYPES
 
 # dtype name (as written in NEFF manifests) -> (torch dtype, numpy dtype); the names
 # and numpy dtypes are the runtime's table, torch's dtypes carry the same names.

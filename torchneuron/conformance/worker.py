@@ -33,7 +33,7 @@ def main() -> int:
     warnings.filterwarnings("ignore", category=UserWarning, module="torch")
 
     import torchneuron  # noqa: F401 - registers the neuron device
-    from torchneuron.compiler import backend  # noqa: F401 - the compiler and its imports
+    from torchneuron import backend  # noqa: F401 - the compiler and its imports
 
     from .opinfo import DEFAULT_SAMPLES, op_database, run_entry
 

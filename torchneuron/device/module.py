@@ -3,7 +3,7 @@
 Registered by ``torchneuron.device.register()`` with
 ``torch._register_device_module("neuron", ...)``; ``torch.accelerator`` and
 ``torch.get_device_module("neuron")`` resolve to it. Devices are the emulated
-logical NeuronCores of ``torchneuron.runtime.topology()``, fixed when the
+logical NeuronCores of ``torchneuron.target.topology()``, fixed when the
 device is registered (as ``CUDA_VISIBLE_DEVICES`` is read once).
 
 Memory functions report the core's HBM allocator, which accounts every device

@@ -71,7 +71,7 @@ def _register() -> None:
             f"{current_name!r} in this process"
         )
     native = _load_native()
-    from torchneuron.runtime import topology
+    from torchneuron.target.topology import topology
 
     native.set_device_count(topology().device_count)
     from torchneuron.device import memory

@@ -28,7 +28,7 @@ from torchneuron.passes import upstream  # noqa: F401  isort: skip
 from torchneuron.passes import legalize_to_stablehlo  # noqa: F401  isort: skip
 from torchneuron.passes import fold_constants  # noqa: F401  isort: skip
 from torchneuron.passes import algebraic_simplify  # noqa: F401  isort: skip
-from torchneuron.passes import dead_code_elimination  # noqa: F401  isort: skip
+from torchneuron.passes import dce  # noqa: F401  isort: skip
 from torchneuron.passes import externalize_constants  # noqa: F401  isort: skip
 from torchneuron.passes import fuse_kernels  # noqa: F401  isort: skip
 from torchneuron.passes import assign_engines  # noqa: F401  isort: skip

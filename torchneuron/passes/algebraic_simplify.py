@@ -33,9 +33,9 @@ from dataclasses import dataclass
 import numpy as np
 from torch_mlir import ir
 
-from torchneuron.passes.constants import UnsupportedConstantError, is_splat, splat_scalar
 from torchneuron.passes.context import PassContext
-from torchneuron.passes.dead_code_elimination import erase_if_dead
+from torchneuron.passes.dce import erase_if_dead
+from torchneuron.passes.ir_constants import UnsupportedConstantError, is_splat, splat_scalar
 from torchneuron.passes.ir_utils import (
     constant_attr,
     create_op,

@@ -3,7 +3,7 @@
 Requires: fuse-kernels (every non-constant top-level op has ``neuron.kernel``; the
 pass groups the ops itself when they have none). Guarantees: every top-level op
 but constants carries ``neuron.engine = "<engine>"`` (TensorE, VectorE, ScalarE,
-GpSimd or DMA; see ``torchneuron.runtime.engines``), and ops evaluated together as
+GpSimd or DMA; see ``torchneuron.target.engines``), and ops evaluated together as
 one ScalarE activation carry ``neuron.activation = N : i64``. Attributes only: the
 program's meaning is unchanged.
 
@@ -36,7 +36,7 @@ from torchneuron.passes.fuse_kernels import (
     read_kernels,
 )
 from torchneuron.passes.registry import Pass, register_pass
-from torchneuron.runtime import engines
+from torchneuron.target import engines
 
 ENGINE_ATTR = "neuron.engine"
 ACTIVATION_ATTR = "neuron.activation"

@@ -28,7 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 from torch_mlir import ir
 
-from torchneuron.passes.constants import (
+from torchneuron.passes.context import PassContext
+from torchneuron.passes.errors import PassError
+from torchneuron.passes.ir_constants import (
     elements_attr_to_numpy,
     is_dense_elements,
     is_dense_resource,
@@ -38,8 +40,6 @@ from torchneuron.passes.constants import (
     read_resource_blobs,
     resource_to_numpy,
 )
-from torchneuron.passes.context import PassContext
-from torchneuron.passes.errors import PassError
 from torchneuron.passes.ir_utils import (
     CONSTANT_OP_NAMES,
     create_constant,

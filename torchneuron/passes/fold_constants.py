@@ -36,7 +36,8 @@ import numpy as np
 from torch_mlir import ir
 from torch_mlir._mlir_libs import _stablehlo
 
-from torchneuron.passes.constants import (
+from torchneuron.passes.context import PassContext
+from torchneuron.passes.ir_constants import (
     ML_FLOAT_DTYPES,
     UnsupportedConstantError,
     elements_attr_to_numpy,
@@ -47,7 +48,6 @@ from torchneuron.passes.constants import (
     splat_elements_attr,
     splat_scalar,
 )
-from torchneuron.passes.context import PassContext
 from torchneuron.passes.ir_utils import (
     constant_attr,
     create_constant,

@@ -41,8 +41,8 @@ from torch_mlir import ir
 
 from torchneuron.passes.context import PassContext
 from torchneuron.passes.registry import Pass, register_pass
-from torchneuron.runtime import engines
-from torchneuron.runtime.engines import op_kind
+from torchneuron.target import engines
+from torchneuron.target.engines import op_kind
 
 KERNEL_ATTR = "neuron.kernel"
 ARGUMENT = -1  # ValueRef producer of a block argument

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from torch_mlir import ir
 from torch_mlir._mlir_libs import _mlir, _stablehlo
 
-from torchneuron.passes.constants import is_dense_elements
+from torchneuron.passes.ir_constants import is_dense_elements
 
 _DIALECT_MODULES = "torchneuron.passes.dialect_modules"
 if _DIALECT_MODULES not in _mlir.globals.dialect_search_modules:

@@ -11,13 +11,13 @@ against each core's HBM (see ``memory``).
 
 import importlib
 
-from torchneuron.runtime import hardware
 from torchneuron.runtime.core import NeuronCore, get_core
 from torchneuron.runtime.core import reset as reset_runtime
 from torchneuron.runtime.errors import NeuronOutOfMemoryError, NeuronRuntimeError
-from torchneuron.runtime.hardware import CHIPS, ChipSpec
 from torchneuron.runtime.memory import HbmAllocator, format_bytes
-from torchneuron.runtime.topology import Topology, topology
+from torchneuron.target import hardware
+from torchneuron.target.hardware import CHIPS, ChipSpec
+from torchneuron.target.topology import Topology, topology
 
 # Loading and executing NEFFs pulls in XLA and ml_dtypes (about a second); the device
 # registration that runs inside `import torch` needs only cores and memory, so these

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import threading
 
-from torchneuron.runtime import topology as topology_module
-from torchneuron.runtime.hardware import ChipSpec
 from torchneuron.runtime.memory import HbmAllocator
-from torchneuron.runtime.topology import Topology
+from torchneuron.target import topology as topology_module
+from torchneuron.target.hardware import ChipSpec
+from torchneuron.target.topology import Topology
 
 
 class NeuronCore:

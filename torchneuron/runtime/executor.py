@@ -238,7 +238,7 @@ class XlaCpuExecutor:
         put = self._xla_client.batched_device_put
         sharding, devices, zero_copy = self._sharding, [self._device], self._zero_copy
         execute = prepared.executable.execute
-        from torchneuron.runtime.dtypes import numpy_dtype
+        from torchneuron.target.dtypes import numpy_dtype
 
         avals = [self._shaped_array(t.shape, numpy_dtype(t.dtype)) for t in input_types]
         weights = list(weight_buffers)

@@ -32,11 +32,11 @@ import numpy as np
 
 from torchneuron.runtime import null_executor  # noqa: F401  registers the "null" executor
 from torchneuron.runtime.core import NeuronCore, get_core
-from torchneuron.runtime.dtypes import dtype_name, numpy_dtype
 from torchneuron.runtime.errors import NeuronRuntimeError
 from torchneuron.runtime.executor import DEFAULT_EXECUTOR, PreparedProgram, get_executor
 from torchneuron.runtime.program import TensorType
-from torchneuron.runtime.topology import LNC_VAR, TARGET_VAR
+from torchneuron.target.dtypes import dtype_name, numpy_dtype
+from torchneuron.target.topology import LNC_VAR, TARGET_VAR
 
 ARGUMENT_KINDS = ("input", "weight")
 SCHEDULE_MEMBER = "sg00/schedule.json"
@@ -374,19 +374,19 @@ class LoadedNeff:
 
     @property
     def schedule(self) -> Any:
-        """The NEFF's estimated schedule (``runtime.scheduler.Schedule``), or None.
+        """The NEFF's estimated schedule (``estimate.scheduler.Schedule``), or None.
 
         Read from ``sg00/schedule.json``; for a NEFF written without one, estimated from
         its program on first use (once per loaded NEFF).
         """
         if self._schedule is None:
-            from torchneuron.runtime.scheduler import Schedule
+            from torchneuron.estimate.scheduler import Schedule
 
             try:
                 if self._schedule_json is not None:
                     self._schedule = Schedule.from_json(self._schedule_json)
                 else:
-                    from torchneuron.runtime.cost_model import estimate_program
+                    from torchneuron.estimate.cost_model import estimate_program
 
                     self._schedule = estimate_program(
                         self._program, self.core.target, self.core.lnc

@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from torchneuron.runtime.dtypes import numpy_dtype
 from torchneuron.runtime.executor import (
     EXECUTORS,
     PROGRAM_CACHE,
@@ -23,6 +22,7 @@ from torchneuron.runtime.executor import (
     Runner,
 )
 from torchneuron.runtime.program import TensorType, program_signature
+from torchneuron.target.dtypes import numpy_dtype
 
 NULL_EXECUTOR = "null"
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from torchneuron.runtime.dtypes import MLIR_ELEMENT_TYPES
 from torchneuron.runtime.errors import NeuronRuntimeError
+from torchneuron.target.dtypes import MLIR_ELEMENT_TYPES
 
 MLIR_BYTECODE_MAGIC = b"ML\xefR"
 

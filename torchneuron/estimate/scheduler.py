@@ -24,8 +24,8 @@ import heapq
 import json
 from dataclasses import dataclass, field
 
-from torchneuron.runtime.engines import COMPUTE_ENGINES, DMA_ENGINE, ENGINES
-from torchneuron.runtime.memory_plan import MemoryPlan
+from torchneuron.estimate.memory_plan import MemoryPlan
+from torchneuron.target.engines import COMPUTE_ENGINES, DMA_ENGINE, ENGINES
 
 SCHEDULE_FORMAT = "torchneuron-schedule"
 SCHEDULE_VERSION = 1

@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from torchneuron.runtime import hardware
-from torchneuron.runtime.hardware import CHIPS, GiB, MiB
+from torchneuron.target import hardware
+from torchneuron.target.hardware import CHIPS, GiB, MiB
 
 FIGURE_FIELDS = (
     "physical_cores_per_chip",

@@ -21,8 +21,8 @@ import re
 import threading
 from dataclasses import dataclass, field
 
-from torchneuron.runtime import hardware
-from torchneuron.runtime.hardware import ChipSpec
+from torchneuron.target import hardware
+from torchneuron.target.hardware import ChipSpec
 
 TARGET_VAR = "NEURON_PLATFORM_TARGET_OVERRIDE"
 LNC_VAR = "NEURON_LOGICAL_NC_CONFIG"

@@ -1,7 +1,7 @@
 """The cost model against first principles and the public Trainium figures.
 
 Every expectation is computed by hand in the comment next to it, from the figures in
-torchneuron/runtime/hardware.py and the named constants of cost_model.py:
+torchneuron/target/hardware.py and the named constants of cost_model.py:
 
 - trn2 TensorE: 79 TFLOPS BF16/FP16, 158 FP8, 20 FP32 per physical core, 2.4 GHz;
   a logical core at LNC=2 has two: 158 TFLOPS BF16.
@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import pytest
 
-from torchneuron.passes import parse_module
-from torchneuron.runtime import hardware
-from torchneuron.runtime.cost_model import (
+from torchneuron.estimate.cost_model import (
     DMA_FIXED_SECONDS,
     estimate,
     hbm_bytes_per_second,
     tensor_engine_flops,
 )
+from torchneuron.passes import parse_module
+from torchneuron.target import hardware
 
 MiB = 1 << 20
 

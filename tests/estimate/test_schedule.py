@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from torchneuron.runtime.memory_plan import Buffer, MemoryPlan, assign_offsets, plan_memory
-from torchneuron.runtime.scheduler import Kernel, Schedule, list_schedule
+from torchneuron.estimate.memory_plan import Buffer, MemoryPlan, assign_offsets, plan_memory
+from torchneuron.estimate.scheduler import Kernel, Schedule, list_schedule
 
 US = 1e-6
 

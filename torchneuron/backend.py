@@ -24,11 +24,10 @@ from torch._functorch.aot_autograd import make_boxed_func
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from torchneuron.compiler import tensors
+from torchneuron.compiler.pipeline import CompiledGraph, compile_graph
 from torchneuron.lowering import LoweringError, decomposition_table
 from torchneuron.lowering.fx_to_torch import EmptyOutput
-
-from . import tensors
-from .pipeline import CompiledGraph, compile_graph
 
 _graph_ids = itertools.count()
 

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 from torch_mlir import ir
 
+from torchneuron.estimate.memory_plan import Buffer, plan_memory
+from torchneuron.estimate.scheduler import Kernel, Schedule, list_schedule
 from torchneuron.passes.assign_engines import assign_engines, read_engines
 from torchneuron.passes.fuse_kernels import (
     ARGUMENT,
@@ -33,17 +35,15 @@ from torchneuron.passes.fuse_kernels import (
     plan_kernels,
     read_kernels,
 )
-from torchneuron.runtime import engines, hardware
-from torchneuron.runtime.engines import (
+from torchneuron.target import engines, hardware
+from torchneuron.target.engines import (
     DMA_ENGINE,
     GPSIMD_ENGINE,
     SCALAR_ENGINE,
     TENSOR_ENGINE,
     VECTOR_ENGINE,
 )
-from torchneuron.runtime.hardware import ChipSpec
-from torchneuron.runtime.memory_plan import Buffer, plan_memory
-from torchneuron.runtime.scheduler import Kernel, Schedule, list_schedule
+from torchneuron.target.hardware import ChipSpec
 
 # -- named constants (everything not in hardware.CHIPS) ------------------------------
 

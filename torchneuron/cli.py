@@ -218,7 +218,7 @@ def _profile(args) -> int:
     neff = read_neff(args.neff)
     manifest = neff.manifest
     # Profile on the chip the NEFF was built for, unless the environment says otherwise.
-    from torchneuron.runtime.topology import LNC_VAR, TARGET_VAR
+    from torchneuron.target.topology import LNC_VAR, TARGET_VAR
 
     if "target" in manifest and TARGET_VAR not in os.environ:
         os.environ[TARGET_VAR] = str(manifest["target"])
@@ -253,8 +253,8 @@ def _estimate(args) -> int:
 
     from torchneuron.compiler.exported import exported_graph, load_exported_program
     from torchneuron.compiler.pipeline import compile_graph, logical_core_size
-    from torchneuron.runtime import hardware
-    from torchneuron.runtime.cost_model import estimate_text
+    from torchneuron.estimate.cost_model import estimate_text
+    from torchneuron.target import hardware
 
     targets = args.target or ["trn2"]
     if len(set(targets)) != len(targets):
@@ -306,8 +306,8 @@ def _estimate(args) -> int:
 
 
 def _estimate_table(columns: dict[str, dict]) -> str:
-    from torchneuron.runtime.engines import ENGINES
     from torchneuron.runtime.memory import format_bytes
+    from torchneuron.target.engines import ENGINES
 
     def latency(c):
         return f"{c['latency_us']:.3f} us"

@@ -6,7 +6,7 @@ import warnings
 import pytest
 import torch
 
-from torchneuron.compiler import backend as backend_module
+from torchneuron import backend as backend_module
 from torchneuron.compiler.pipeline import clear_memory_cache, compile_graph
 from torchneuron.zoo import ZOO
 
