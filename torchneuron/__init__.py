@@ -1,29 +1,47 @@
 """torchneuron: a PyTorch backend for AWS Trainium2/Trainium3 running on emulated NeuronCores.
 
-Stages (one sub-package each): ``lowering`` (FX -> torch dialect -> StableHLO),
-``passes`` (pass manager and our passes), ``neff`` (the container format),
-``runtime`` (emulated NeuronCores), ``compiler`` (drivers: stage table,
-torch.compile backend, eager per-op compiler, NEFF cache, ``neuronc`` CLI) and
-``device`` (the ``neuron`` PyTorch device, registered on import).
+The layers, each importing only those before it (docs/architecture.md):
+``errors``/``settings``/``lru`` -> ``target`` -> ``lowering`` -> ``passes`` ->
+``estimate`` -> ``neff`` -> ``runtime`` -> ``compiler`` -> ``device`` -> front ends
+(``backend``, ``cli``, ``golden``, ``profiler``, ``conformance``).
+
+Importing this package is cheap: it loads no stage. It registers the ``neuron``
+device when torch is already imported (``import torch`` normally registers it
+itself, through the ``torch.backends`` entry point; with
+``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` an explicit ``import torchneuron`` after
+``import torch`` does). ``import torchneuron.neff`` or ``torchneuron.runtime`` alone
+loads neither torch's device registration nor the compiler.
 """
 
-__version__ = "0.1.0"
-
+import importlib
 import os
+import sys
+
+__version__ = "0.1.0"
 
 # jaxlib's XLA logs each client start at INFO level to stderr; it reads this once, when
 # the library loads, so it is set before anything here imports jaxlib.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
-# torch first: `import torch` runs the torch.backends autoload entry point, which imports
-# torchneuron.device. Importing torch from inside torchneuron.device instead would enter
-# that entry point while torchneuron.device is half initialised.
-import torch  # noqa: F401
+# Names loaded on first use, so that importing a stage does not import the device.
+_LAZY = {
+    "profiler": ("torchneuron.profiler", None),
+    "get_fallback_ops": ("torchneuron.device", "get_fallback_ops"),
+}
 
-# Importing the package registers the `neuron` device (also done by the torch.backends
-# autoload entry point); a failure warns and leaves the device unregistered.
-from torchneuron.device import autoload as _autoload_device
-from torchneuron.device import get_fallback_ops  # noqa: F401
 
-_autoload_device()
-from torchneuron import profiler  # noqa: E402,F401
+def __getattr__(name: str):
+    found = _LAZY.get(name)
+    if found is None:
+        raise AttributeError(f"module 'torchneuron' has no attribute {name!r}")
+    module = importlib.import_module(found[0])
+    value = module if found[1] is None else getattr(module, found[1])
+    globals()[name] = value
+    return value
+
+
+if "torch" in sys.modules:
+    # `import torch` came first: register now (a no-op when the autoload already did).
+    from torchneuron.device import autoload as _autoload_device
+
+    _autoload_device()

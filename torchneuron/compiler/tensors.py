@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from torchneuron.target.dtypes import NUMPY_DTYPES
+from torchneuron.target.dtypes import NEFF_DTYPES
 
 # dtype name (as written in NEFF manifests) -> (torch dtype, numpy dtype); the names
 # and numpy dtypes are the runtime's table, torch's dtypes carry the same names.
 DTYPES: dict[str, tuple[torch.dtype, np.dtype]] = {
-    name: (getattr(torch, name), numpy) for name, numpy in NUMPY_DTYPES.items()
+    name: (row.torch, row.numpy) for name, row in NEFF_DTYPES.items()
 }
 _NAME_OF_TORCH = {t: name for name, (t, _) in DTYPES.items()}
 _NAME_OF_NUMPY = {n: name for name, (_, n) in DTYPES.items()}

@@ -97,9 +97,9 @@ _numpy_dtype_of: dict[torch.dtype, np.dtype] = {}
 def _numpy_dtype(dtype: torch.dtype) -> np.dtype:
     found = _numpy_dtype_of.get(dtype)
     if found is None:
-        from torchneuron.target.dtypes import NUMPY_DTYPES
+        from torchneuron.target import dtypes
 
-        found = NUMPY_DTYPES[str(dtype).removeprefix("torch.")]
+        found = dtypes.numpy_dtype(str(dtype).removeprefix("torch."))
         _numpy_dtype_of[dtype] = found
     return found
 

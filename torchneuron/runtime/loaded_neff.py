@@ -243,7 +243,7 @@ class LoadedNeff:
                 isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
             ):
                 raise NeuronRuntimeError(f"{where} has shape {shape!r}, not a list of sizes >= 0")
-            dtype = numpy_dtype(variable.get("dtype"), where)
+            dtype = numpy_dtype(variable.get("dtype"), where, error=NeuronRuntimeError)
             nbytes = math.prod(shape) * dtype.itemsize
             declared = variable.get("size_bytes")
             if declared is not None and declared != nbytes:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from torchneuron.runtime.errors import NeuronRuntimeError
-from torchneuron.target.dtypes import MLIR_ELEMENT_TYPES
+from torchneuron.target.dtypes import NEFF_DTYPES, from_mlir
 
 MLIR_BYTECODE_MAGIC = b"ML\xefR"
 
@@ -80,10 +80,10 @@ def _tensor_type(mlir_type, where: str, ir) -> TensorType:
             "the runtime needs static shapes"
         )
     element = str(ranked.element_type)
-    dtype = MLIR_ELEMENT_TYPES.get(element)
-    if dtype is None:
+    row = from_mlir(element)
+    if row is None or not row.in_neff:
         raise NeuronRuntimeError(
             f"{where} has element type {element}, which the runtime does not support "
-            f"(supported: {', '.join(sorted(MLIR_ELEMENT_TYPES))})"
+            f"(supported: {', '.join(sorted(row.mlir for row in NEFF_DTYPES.values()))})"
         )
-    return TensorType(tuple(int(d) for d in ranked.shape), dtype)
+    return TensorType(tuple(int(d) for d in ranked.shape), row.name)

@@ -1,0 +1,20 @@
+"""The root of every error torchneuron raises on purpose.
+
+Each stage defines its own errors (``LoweringError``, ``PassError``, ``NeffError``,
+``NeuronRuntimeError``, ``CompileError``, ...) as subclasses of ``TorchNeuronError``,
+keeping a standard base where callers expect one (``torch.OutOfMemoryError`` for
+device OOM, ``ValueError`` for malformed values). Front ends (``neuronc``, the
+torch.compile backend, the device) catch the root and speak to the user in one line.
+"""
+
+from __future__ import annotations
+
+
+class TorchNeuronError(RuntimeError):
+    """Something torchneuron refuses or cannot do, with a message that says what and where."""
+
+
+def one_line(error: BaseException) -> str:
+    """The error's message on one line (what a front end prints), never empty."""
+    text = " ".join(str(error).split())
+    return text or type(error).__name__

@@ -1,0 +1,93 @@
+"""Every environment variable torchneuron reads, and the one way each kind is parsed.
+
+``VARIABLES`` lists them with their meaning (README's table says the same). Modules
+read a variable only through ``env_flag``/``env_text``/``env_choice`` with the name
+constants below: one set of true/false words for every switch, and a malformed value
+is a ``SettingsError`` that names the variable and what it accepts. Values are read
+when asked for; callers that must read once (the topology, as CUDA reads
+``CUDA_VISIBLE_DEVICES``) cache the result themselves and offer a reset.
+"""
+
+from __future__ import annotations
+
+import os
+
+from torchneuron.errors import TorchNeuronError
+
+# The emulated hardware (target/topology.py).
+TARGET = "NEURON_PLATFORM_TARGET_OVERRIDE"
+LNC = "NEURON_LOGICAL_NC_CONFIG"
+VISIBLE_CORES = "NEURON_RT_VISIBLE_CORES"
+HBM_BYTES_PER_CORE = "TORCHNEURON_HBM_BYTES_PER_CORE"
+# Compilation and execution.
+NO_FALLBACK = "TORCHNEURON_NO_FALLBACK"
+CACHE = "TORCHNEURON_CACHE"
+CACHE_DIR = "TORCHNEURON_CACHE_DIR"
+XLA_SINGLE_THREADED = "TORCHNEURON_XLA_SINGLE_THREADED"
+# Tests.
+UPDATE_GOLDENS = "TORCHNEURON_UPDATE_GOLDENS"
+CONFORMANCE_ENTRIES = "TORCHNEURON_CONFORMANCE_ENTRIES"
+
+VARIABLES: dict[str, str] = {
+    TARGET: "emulated chip: trn2 (default) or trn3",
+    LNC: "logical NeuronCore size, 1 or 2 (default 2)",
+    VISIBLE_CORES: "visible logical cores, e.g. 0-3 or 1,3",
+    HBM_BYTES_PER_CORE: "override the per-core HBM capacity (e.g. 64MiB), for tests",
+    NO_FALLBACK: "an op or graph that cannot be compiled raises instead of running on the CPU",
+    CACHE: "0: no on-disk NEFF cache (the in-memory one stays)",
+    CACHE_DIR: "on-disk NEFF cache (default $XDG_CACHE_HOME/torchneuron or ~/.cache/torchneuron)",
+    XLA_SINGLE_THREADED: "run the numerics single-threaded (benchmarks)",
+    UPDATE_GOLDENS: "assert_golden (and tests/golden) rewrite goldens instead of failing",
+    CONFORMANCE_ENTRIES: "limit tests/conformance to some OpInfo entries (names or globs)",
+}
+
+TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
+
+
+class SettingsError(TorchNeuronError, ValueError):
+    """An environment variable (or an option standing for one) holds a malformed value."""
+
+
+def env_text(name: str, default: str | None = None) -> str | None:
+    """The variable's value without surrounding blanks; ``default`` when unset or blank."""
+    value = os.environ.get(name)
+    if value is None or not value.strip():
+        return default
+    return value.strip()
+
+
+def parse_flag(name: str, value: str | None, default: bool) -> bool:
+    """``value`` read as a switch named ``name`` (unset -> ``default``)."""
+    if value is None:
+        return default
+    word = value.strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise SettingsError(
+        f"{name}={value!r} is not a switch; use one of {', '.join(sorted(TRUE_WORDS))} "
+        f"(on) or {', '.join(sorted(FALSE_WORDS - {''}))} (off)"
+    )
+
+
+def env_flag(name: str, default: bool = False) -> bool:
+    """A switch: 1/true/yes/on or 0/false/no/off (any case; empty is off)."""
+    return parse_flag(name, os.environ.get(name), default)
+
+
+def parse_choice(name: str, value: str | None, choices: tuple[str, ...], default: str) -> str:
+    """``value`` as one of ``choices`` (case-insensitive, returned as spelled in ``choices``)."""
+    if value is None or not value.strip():
+        return default
+    by_lower = {choice.lower(): choice for choice in choices}
+    found = by_lower.get(value.strip().lower())
+    if found is None:
+        raise SettingsError(f"{name}={value!r} is not one of {', '.join(choices)}")
+    return found
+
+
+def env_choice(name: str, choices: tuple[str, ...], default: str) -> str:
+    """One of ``choices`` (case-insensitive); ``default`` when unset or blank."""
+    return parse_choice(name, os.environ.get(name), choices, default)
