@@ -17,7 +17,7 @@ import importlib
 import os
 import sys
 
-__version__ = "0.1.0"
+from torchneuron.version import __version__ as __version__
 
 # jaxlib's XLA logs each client start at INFO level to stderr; it reads this once, when
 # the library loads, so it is set before anything here imports jaxlib.

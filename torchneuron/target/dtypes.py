@@ -41,11 +41,16 @@ class DType:
     def numpy(self) -> np.dtype:
         """The numpy dtype (ml_dtypes, which takes most of a second to import, loads on
         the first row that needs it)."""
-        if hasattr(np, self.numpy_name):
+        if not self.from_ml_dtypes:
             return np.dtype(getattr(np, self.numpy_name))
         import ml_dtypes
 
         return np.dtype(getattr(ml_dtypes, self.numpy_name))
+
+    @property
+    def from_ml_dtypes(self) -> bool:
+        """numpy itself lacks the dtype (ml_dtypes adds it; torch cannot view it as numpy)."""
+        return not hasattr(np, self.numpy_name)
 
     @property
     def itemsize(self) -> int:
@@ -124,8 +129,8 @@ def _by_numpy() -> dict[np.dtype, DType]:
 
 @functools.cache
 def ml_float_dtypes() -> frozenset[np.dtype]:
-    """The floating formats numpy files as void ('V'): they come from ml_dtypes."""
-    return frozenset(row.numpy for row in ROWS if row.is_floating and row.numpy.kind != "f")
+    """The floating formats numpy lacks: ml_dtypes adds them (numpy's kind is 'V' or 'f')."""
+    return frozenset(row.numpy for row in ROWS if row.is_floating and row.from_ml_dtypes)
 
 
 def lookup(
