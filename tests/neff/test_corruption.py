@@ -342,7 +342,7 @@ def _index(**entry_changes) -> bytes:
     "changes, fragment",
     [
         ({"dtype": "object"}, "weight 'w' has unknown dtype 'object'"),
-        ({"dtype": "complex64"}, "unknown dtype 'complex64'"),
+        ({"dtype": "complex128"}, "unknown dtype 'complex128'"),  # known, but not in a NEFF
         ({"shape": [-1]}, r"invalid shape \[-1\]"),
         ({"shape": "2"}, "invalid shape '2'"),
         ({"size_bytes": 9}, r"claims 9 bytes, but float32\[2\] needs 8"),

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from torch_mlir._mlir_libs import _stablehlo
 
-from torchneuron.neff import WEIGHT_DTYPES, Neff, NeffError, read_neff, write_neff
+from torchneuron.neff import Neff, NeffError, read_neff, write_neff
+from torchneuron.target.dtypes import NEFF_DTYPES
 
 from .conftest import make_neff
 
@@ -21,13 +22,15 @@ def _example(dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
         return rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
+    if dtype.kind == "c":
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
     return rng.standard_normal(shape).astype(dtype)
 
 
-@pytest.mark.parametrize("dtype_name", list(WEIGHT_DTYPES))
+@pytest.mark.parametrize("dtype_name", list(NEFF_DTYPES))
 @pytest.mark.parametrize("shape", [(3, 5), (), (0,), (2, 0, 4), (7,)])
 def test_every_dtype_and_shape_round_trips(program, dtype_name, shape):
-    dtype = WEIGHT_DTYPES[dtype_name]
+    dtype = NEFF_DTYPES[dtype_name].numpy
     array = _example(dtype, shape)
     neff = make_neff(program, weights={"t": array}, definition={})
     back = read_neff(write_neff(neff))
@@ -52,9 +55,10 @@ def test_required_dtypes_are_supported():
         "int64",
         "uint8",
         "bool",
+        "complex64",  # weights share the one dtype table with inputs and outputs
     }
-    assert required <= set(WEIGHT_DTYPES)
-    assert WEIGHT_DTYPES["bfloat16"] == np.dtype(ml_dtypes.bfloat16)
+    assert required <= set(NEFF_DTYPES)
+    assert NEFF_DTYPES["bfloat16"].numpy == np.dtype(ml_dtypes.bfloat16)
 
 
 def test_special_float_values_round_trip_bit_exactly(program):

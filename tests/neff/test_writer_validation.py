@@ -29,7 +29,7 @@ def test_safe_weight_names_are_accepted(program, name):
 @pytest.mark.parametrize(
     "array, fragment",
     [
-        (np.zeros(2, np.complex64), "has dtype complex64, which a NEFF cannot store"),
+        (np.zeros(2, np.complex128), "has dtype complex128, which a NEFF cannot store"),
         (np.array(["a"]), "has dtype <U1, which a NEFF cannot store"),
         (np.array([object()]), "has dtype object"),
         ([1.0, 2.0], "must be a numpy array, got list"),

@@ -4,7 +4,11 @@ The tarball holds ``manifest.json`` (signature, target, versions, pipeline, sour
 hash, estimates), ``sg00/def.json`` (variables and DMA queues), the program as a
 StableHLO portable artifact (``sg00/program.mlirbc``), raw little-endian weight files
 (``sg00/weights/<name>.bin``) indexed by ``sg00/weights.json``, and optional extra
-files. ``docs/neff-format.md`` is the specification.
+files. ``docs/neff-format.md`` is the specification; the dtypes a NEFF may hold are
+``torchneuron.target.dtypes.NEFF_DTYPES``.
+
+Importing this package imports neither torch nor ml_dtypes (loaded with the first
+low-precision weight) nor any stage above it.
 """
 
 from torchneuron.neff.container import Neff
@@ -18,7 +22,7 @@ from torchneuron.neff.header import (
     NeffHeader,
 )
 from torchneuron.neff.reader import read_neff
-from torchneuron.neff.weights import WEIGHT_DTYPES, weight_file_path
+from torchneuron.neff.weights import weight_file_path
 from torchneuron.neff.writer import write_neff
 
 __all__ = [
@@ -26,7 +30,6 @@ __all__ = [
     "HEADER_SIZE",
     "NEFF_VERSION",
     "PKG_VERSION",
-    "WEIGHT_DTYPES",
     "Neff",
     "NeffError",
     "NeffHeader",

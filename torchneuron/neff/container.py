@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-import torchneuron
 from torchneuron.neff.errors import NeffError
 from torchneuron.neff.header import NeffHeader
 from torchneuron.neff.weights import WEIGHTS_DIR, weight_dtype_name
+from torchneuron.version import __version__
 
 MANIFEST_PATH = "manifest.json"
 DEFINITION_PATH = "sg00/def.json"
@@ -25,7 +25,7 @@ WEIGHT_INDEX_PATH = "sg00/weights.json"
 REQUIRED_MEMBERS = (MANIFEST_PATH, DEFINITION_PATH, PROGRAM_PATH, WEIGHT_INDEX_PATH)
 
 COMPRESSIONS = ("gzip", "none")
-DEFAULT_BUILD_VERSION = f"torchneuron {torchneuron.__version__}"
+DEFAULT_BUILD_VERSION = f"torchneuron {__version__}"
 
 # Extra files are future per-engine files ("sg00/schedule.json"): relative paths whose
 # components are plain file names, so they can never escape an extraction folder.

@@ -14,34 +14,13 @@ import re
 import sys
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from torchneuron.neff.errors import NeffError
+from torchneuron.target.dtypes import NEFF_DTYPES, from_numpy
 
 WEIGHTS_DIR = "sg00/weights/"
 WEIGHT_FILE_SUFFIX = ".bin"
-
-# The dtypes a weight may have, by the name written in the index. Names are numpy's
-# (and ml_dtypes') own names so that ``np.dtype(name)``-style tooling recognises them.
-WEIGHT_DTYPES: dict[str, np.dtype] = {
-    "bool": np.dtype(np.bool_),
-    "uint8": np.dtype(np.uint8),
-    "uint16": np.dtype(np.uint16),
-    "uint32": np.dtype(np.uint32),
-    "uint64": np.dtype(np.uint64),
-    "int8": np.dtype(np.int8),
-    "int16": np.dtype(np.int16),
-    "int32": np.dtype(np.int32),
-    "int64": np.dtype(np.int64),
-    "float16": np.dtype(np.float16),
-    "bfloat16": np.dtype(ml_dtypes.bfloat16),
-    "float32": np.dtype(np.float32),
-    "float64": np.dtype(np.float64),
-    "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
-    "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
-}
-_NAME_BY_DTYPE = {dtype: name for name, dtype in WEIGHT_DTYPES.items()}
 
 # A weight name becomes a file name inside the tarball: letters, digits, '_', '.', '-',
 # not starting with '.', so it can never be a path, '..' or a hidden file.
@@ -63,10 +42,14 @@ def weight_file_path(name: str) -> str:
 
 
 def weight_dtype_name(dtype: np.dtype) -> str | None:
-    """The index name of ``dtype`` (any byte order), or None if it is not supported."""
+    """The index name of ``dtype`` (any byte order), or None if a NEFF cannot hold it.
+
+    Names and dtypes come from the one dtype table (``target.dtypes.NEFF_DTYPES``).
+    """
     if dtype.byteorder in "<>" and not dtype.isnative:
         dtype = dtype.newbyteorder("=")
-    return _NAME_BY_DTYPE.get(dtype)
+    row = from_numpy(dtype)
+    return row.name if row is not None and row.in_neff else None
 
 
 def encode_weight(name: str, array: Any) -> tuple[dict[str, Any], bytes]:
@@ -81,10 +64,10 @@ def encode_weight(name: str, array: Any) -> tuple[dict[str, Any], bytes]:
     if dtype_name is None:
         raise NeffError(
             f"weight {name!r} has dtype {array.dtype}, which a NEFF cannot store; "
-            f"supported: {', '.join(WEIGHT_DTYPES)}"
+            f"supported: {', '.join(NEFF_DTYPES)}"
         )
     # np.asarray, not np.ascontiguousarray: the latter turns 0-d arrays into 1-d ones.
-    native = np.asarray(array, dtype=WEIGHT_DTYPES[dtype_name], order="C")
+    native = np.asarray(array, dtype=NEFF_DTYPES[dtype_name].numpy, order="C")
     if sys.byteorder != "little":
         native = native.byteswap()
     data = native.tobytes()
@@ -111,9 +94,10 @@ def check_index_entry(entry: object, where: str) -> tuple[str, np.dtype, tuple[i
         check_weight_name(name)
     except NeffError as error:
         raise NeffError(f"{where}: {error}") from None
-    dtype = WEIGHT_DTYPES.get(entry["dtype"]) if isinstance(entry["dtype"], str) else None
-    if dtype is None:
+    row = NEFF_DTYPES.get(entry["dtype"]) if isinstance(entry["dtype"], str) else None
+    if row is None:
         raise NeffError(f"{where}: weight {name!r} has unknown dtype {entry['dtype']!r}")
+    dtype = row.numpy
     shape = entry["shape"]
     if not isinstance(shape, list) or not all(
         isinstance(dim, int) and not isinstance(dim, bool) and dim >= 0 for dim in shape
