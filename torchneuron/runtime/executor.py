@@ -14,6 +14,8 @@ is one more class in the table:
   from the input arrays (already validated) to the output arrays, with everything
   that does not depend on the inputs bound in advance. It is the per-call hot path.
 
+Compiled programs live in ``PROGRAM_CACHE``, a ``torchneuron.lru.LRU``.
+
 XLA threading: by default XLA may use several threads per op. Set
 ``TORCHNEURON_XLA_SINGLE_THREADED=1`` (or call ``set_single_threaded(True)``)
 before the first NEFF is loaded to add ``--xla_cpu_multi_thread_eigen=false`` to
@@ -29,17 +31,18 @@ import os
 import threading
 import time
 import warnings
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from torchneuron import settings
+from torchneuron.lru import LRU
 from torchneuron.runtime.errors import NeuronRuntimeError
 from torchneuron.runtime.program import ProgramSignature, TensorType, program_signature
+from torchneuron.target.dtypes import numpy_dtype
 
-SINGLE_THREADED_VAR = "TORCHNEURON_XLA_SINGLE_THREADED"
 SINGLE_THREADED_XLA_FLAGS = ("--xla_cpu_multi_thread_eigen=false",)
 DEFAULT_CACHE_CAPACITY = 512
 
@@ -57,67 +60,19 @@ class PreparedProgram:
     compile_seconds: float
 
 
-class ProgramCache:
-    """A bounded, thread-safe LRU of ``PreparedProgram`` keyed by (executor, program digest)."""
-
-    def __init__(self, capacity: int = DEFAULT_CACHE_CAPACITY) -> None:
-        self._entries: OrderedDict[tuple[str, str], PreparedProgram] = OrderedDict()
-        self._lock = threading.Lock()
-        self.capacity = capacity
-        self.hits = 0
-        self.misses = 0
-
-    def get(self, key: tuple[str, str]) -> PreparedProgram | None:
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is None:
-                self.misses += 1
-                return None
-            self._entries.move_to_end(key)
-            self.hits += 1
-            return entry
-
-    def put(self, key: tuple[str, str], entry: PreparedProgram) -> PreparedProgram:
-        """Insert ``entry`` unless another thread got there first; return the cached one."""
-        with self._lock:
-            existing = self._entries.get(key)
-            if existing is not None:
-                return existing
-            self._entries[key] = entry
-            while len(self._entries) > self.capacity:
-                self._entries.popitem(last=False)
-            return entry
-
-    def resize(self, capacity: int) -> None:
-        if capacity < 0:
-            raise ValueError(f"cache capacity must be >= 0, got {capacity}")
-        with self._lock:
-            self.capacity = capacity
-            while len(self._entries) > capacity:
-                self._entries.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self.hits = 0
-            self.misses = 0
-
-    def info(self) -> dict[str, int]:
-        with self._lock:
-            return {
-                "hits": self.hits,
-                "misses": self.misses,
-                "size": len(self._entries),
-                "capacity": self.capacity,
-            }
-
-
-PROGRAM_CACHE = ProgramCache()
+# (executor name, program sha256) -> PreparedProgram, shared by every executor.
+PROGRAM_CACHE: LRU[tuple[str, str], PreparedProgram] = LRU(DEFAULT_CACHE_CAPACITY)
 
 
 def executable_cache_info() -> dict[str, int]:
     """Hits, misses, size and capacity of the compiled-program cache."""
-    return PROGRAM_CACHE.info()
+    info = PROGRAM_CACHE.info()
+    return {
+        "hits": info["hits"],
+        "misses": info["misses"],
+        "size": info["entries"],
+        "capacity": info["capacity"],
+    }
 
 
 def clear_executable_cache() -> None:
@@ -127,7 +82,7 @@ def clear_executable_cache() -> None:
 
 def set_executable_cache_capacity(capacity: int) -> None:
     """Bound the compiled-program cache to ``capacity`` entries (LRU eviction)."""
-    PROGRAM_CACHE.resize(capacity)
+    PROGRAM_CACHE.set_capacity(capacity)
 
 
 _single_threaded_request: bool | None = None
@@ -148,7 +103,7 @@ def set_single_threaded(enabled: bool = True) -> None:
 def _single_threaded_wanted() -> bool:
     if _single_threaded_request is not None:
         return _single_threaded_request
-    return os.environ.get(SINGLE_THREADED_VAR, "").strip().lower() in ("1", "true", "yes", "on")
+    return settings.env_flag(settings.XLA_SINGLE_THREADED)
 
 
 class XlaCpuExecutor:
@@ -170,11 +125,14 @@ class XlaCpuExecutor:
             if _single_threaded_wanted():
                 if xla_bridge._backends:
                     warnings.warn(
-                        f"torchneuron: {SINGLE_THREADED_VAR} is set but JAX's backends were "
+                        f"torchneuron: {settings.XLA_SINGLE_THREADED} is set but JAX's backends were "
                         "already initialised in this process, so XLA keeps its thread settings",
                         stacklevel=3,
                     )
                 else:
+                    # XLA_FLAGS is XLA's own variable, not ours: XLA reads its flags from
+                    # it (and nowhere else) once, when the CPU backend starts, which is
+                    # just below. Writing it here is the only way to pass the flag.
                     flags = os.environ.get("XLA_FLAGS", "")
                     missing = [f for f in SINGLE_THREADED_XLA_FLAGS if f not in flags.split()]
                     os.environ["XLA_FLAGS"] = " ".join([flags, *missing]).strip()
@@ -210,7 +168,8 @@ class XlaCpuExecutor:
                 f"{label}: XLA could not compile the program: {str(error).strip()}"
             ) from None
         prepared = PreparedProgram(digest, signature, executable, time.perf_counter() - started)
-        return PROGRAM_CACHE.put(key, prepared)
+        PROGRAM_CACHE.put(key, prepared)
+        return prepared
 
     def _put(self, array: np.ndarray, force_copy: bool) -> Any:
         aval = self._shaped_array(array.shape, array.dtype)
@@ -238,8 +197,6 @@ class XlaCpuExecutor:
         put = self._xla_client.batched_device_put
         sharding, devices, zero_copy = self._sharding, [self._device], self._zero_copy
         execute = prepared.executable.execute
-        from torchneuron.target.dtypes import numpy_dtype
-
         avals = [self._shaped_array(t.shape, numpy_dtype(t.dtype)) for t in input_types]
         weights = list(weight_buffers)
         inputs_first = list(argument_plan) == list(range(len(input_types))) + [None] * len(weights)

@@ -39,7 +39,8 @@ class NullExecutor:
         if cached is not None:
             return cached
         prepared = PreparedProgram(digest, program_signature(program, label), None, 0.0)
-        return PROGRAM_CACHE.put(key, prepared)
+        PROGRAM_CACHE.put(key, prepared)
+        return prepared
 
     def upload_weight(self, array: np.ndarray) -> Any:
         # Nothing computes with weights here; keep no copy.
