@@ -140,15 +140,27 @@ def test_null_executor_returns_zeros_without_computing(gpt_neff):
     assert not nulled.any() and computed.any()
 
 
-def test_a_neff_without_schedule_is_estimated_from_its_program(gpt_neff):
+def test_a_neff_without_schedule_has_no_device_time(gpt_neff):
+    # The runtime reads the schedule a NEFF carries; it never re-runs the cost model.
     neff = read_neff(gpt_neff)
     neff.extra_files = {}
     bare = read_neff(write_neff(neff))
     loaded = load_neff(bare, executor="null")
+    assert loaded.schedule is None
     with torchneuron.profiler.profile() as prof:
         loaded.execute(_inputs(loaded))
     (event,) = prof.events
-    assert event.estimated
-    assert event.device_seconds == pytest.approx(
-        load_neff(gpt_neff, executor="null").schedule.latency_s
-    )
+    assert not event.estimated
+    assert event.device_seconds == 0.0 and event.engine == "-" and event.hbm_bytes == 0
+    (row,) = prof.key_averages(group_by="kernel")
+    assert row.name == "gpt" and not row.estimated
+    assert "n/a" in prof.table()
+    trace = prof.chrome_trace()["traceEvents"]
+    assert not [e for e in trace if e.get("cat") == "kernel"]
+
+
+def test_an_unreadable_schedule_counts_as_none(gpt_neff):
+    neff = read_neff(gpt_neff)
+    neff.extra_files = {**neff.extra_files, "sg00/schedule.json": b'{"format": "other"}'}
+    loaded = load_neff(read_neff(write_neff(neff)), executor="null")
+    assert loaded.schedule is None

@@ -9,7 +9,10 @@ Everything that runs on an emulated NeuronCore goes through ``LoadedNeff.execute
 eager ops (one NEFF per op), ``torch.compile`` graphs and ``neuronc run`` alike. The
 profiler registers a hook there and records, for each execution, the NEFF, the core,
 the host wall time, and the *estimated device time* from the NEFF's schedule (the
-cost model's list schedule, ``sg00/schedule.json``), with the HBM bytes it moves.
+cost model's list schedule, ``sg00/schedule.json``), with the HBM bytes it moves. A
+NEFF written without a schedule has none (``LoadedNeff.schedule`` is None): its
+executions are recorded with unknown device time ("n/a" in the table, no kernels in
+the trace); nothing re-runs the cost model here.
 
 Device time is a model, not a measurement: executions on a core are laid end to end
 on a device timeline (an execution starts when the host submits it, or when the

@@ -16,6 +16,7 @@ from torchneuron.runtime import (
     executable_cache_info,
     get_core,
     load_neff,
+    reset_runtime,
 )
 
 from .conftest import binary_neff, make_neff, portable_artifact, tensor_type, variable
@@ -311,8 +312,10 @@ def test_target_mismatch_names_both(monkeypatch):
     ):
         load_neff(trn3)
     monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn3")
+    reset_runtime()
     assert load_neff(trn3).core.target == "trn3"
     monkeypatch.setenv("NEURON_LOGICAL_NC_CONFIG", "1")
+    reset_runtime()
     with pytest.raises(NeuronRuntimeError, match="compiled for LNC=2, .* runs at LNC=1"):
         load_neff(trn3)
     assert get_core(0).hbm.allocated == 0

@@ -1,12 +1,20 @@
-"""Topology from environment variables, and core lookup."""
+"""Topology from environment variables (read once, until a reset), and core lookup."""
 
 from __future__ import annotations
 
 import pytest
 
-from torchneuron.runtime import get_core
+from torchneuron.errors import TorchNeuronError
+from torchneuron.runtime import get_core, reset_runtime
+from torchneuron.settings import SettingsError
 from torchneuron.target.hardware import GiB, MiB
-from torchneuron.target.topology import build_topology, parse_byte_size, topology
+from torchneuron.target.topology import (
+    build_topology,
+    parse_byte_size,
+    reset_topology,
+    set_topology,
+    topology,
+)
 
 
 def test_default_is_one_trn2_chip_at_lnc2():
@@ -52,7 +60,7 @@ def test_visible_cores(monkeypatch, value, cores):
 @pytest.mark.parametrize(
     ("var", "value", "fragment"),
     [
-        ("NEURON_PLATFORM_TARGET_OVERRIDE", "trn9", "one of ['trn2', 'trn3']"),
+        ("NEURON_PLATFORM_TARGET_OVERRIDE", "trn9", "is not one of trn2, trn3"),
         ("NEURON_LOGICAL_NC_CONFIG", "3", "one of [1, 2] for trn2"),
         ("NEURON_LOGICAL_NC_CONFIG", "two", "one of [1, 2]"),
         ("NEURON_RT_VISIBLE_CORES", "3-1", "range 3-1 is empty"),
@@ -66,11 +74,21 @@ def test_visible_cores(monkeypatch, value, cores):
 )
 def test_invalid_values_name_variable_and_value(monkeypatch, var, value, fragment):
     monkeypatch.setenv(var, value)
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(SettingsError) as info:
         topology()
+    assert isinstance(info.value, TorchNeuronError) and isinstance(info.value, ValueError)
     message = str(info.value)
     assert f"{var}={value!r}" in message
     assert fragment in message
+    with pytest.raises(SettingsError, match=var):  # a malformed value is not cached
+        get_core(0)
+
+
+@pytest.mark.parametrize("value", ["TRN3", "Trn3", " trn3 "])
+def test_target_is_case_insensitive(monkeypatch, value):
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", value)
+    assert topology().target == "trn3"
+    assert get_core(0).target == "trn3"
 
 
 def test_visible_core_limit_follows_lnc():
@@ -100,14 +118,37 @@ def test_hbm_override_units(monkeypatch, value, nbytes):
     assert get_core(0).hbm.capacity == nbytes
 
 
-def test_topology_is_cached_until_environment_changes(monkeypatch):
+def test_topology_is_read_once_until_reset(monkeypatch):
     first = topology()
     assert topology() is first
     monkeypatch.setenv("NEURON_LOGICAL_NC_CONFIG", "1")
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "bogus")
+    assert topology() is first and first.lnc == 2  # as CUDA reads CUDA_VISIBLE_DEVICES
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn2")
+    reset_topology()
     second = topology()
     assert second is not first and second.lnc == 1
     monkeypatch.delenv("NEURON_LOGICAL_NC_CONFIG")
+    assert topology().lnc == 1
+    reset_runtime()
     assert topology().lnc == 2
+
+
+def test_set_topology_replaces_the_environment_until_reset(monkeypatch):
+    monkeypatch.setenv("NEURON_RT_VISIBLE_CORES", "0")
+    core = get_core(0)
+    chosen = build_topology(
+        {"NEURON_PLATFORM_TARGET_OVERRIDE": "trn3", "NEURON_LOGICAL_NC_CONFIG": "1"}
+    )
+    set_topology(chosen)
+    assert topology() is chosen
+    assert (chosen.target, chosen.lnc, chosen.device_count) == ("trn3", 1, 8)
+    assert get_core(0) is not core and get_core(0).target == "trn3"
+    assert core.target == "trn2"  # cores already handed out keep their topology
+    reset_runtime()
+    assert topology().cores == (0,) and topology().target == "trn2"
+    with pytest.raises(TypeError, match="expects a Topology"):
+        set_topology({"NEURON_LOGICAL_NC_CONFIG": "1"})
 
 
 def test_get_core_returns_the_same_core_while_topology_holds(monkeypatch):
@@ -117,6 +158,8 @@ def test_get_core_returns_the_same_core_while_topology_holds(monkeypatch):
     assert core.physical_core_ids == (2, 3)
     assert core.hbm.capacity == 24 * GiB
     monkeypatch.setenv("TORCHNEURON_HBM_BYTES_PER_CORE", "1MiB")
+    assert get_core(1) is core  # the environment is read once
+    reset_runtime()
     assert get_core(1) is not core
     assert get_core(1).hbm.capacity == MiB
 

@@ -1,27 +1,33 @@
 """runtime stage: emulated Trainium NeuronCores that load and execute NEFFs.
 
-- ``hardware``: the one cited table of chip figures (``CHIPS["trn2"]``, ``CHIPS["trn3"]``).
-- ``topology()``: the visible cores, from ``NEURON_*`` environment variables.
-- ``get_core(i)``: a ``NeuronCore`` with an ``HbmAllocator`` (``core.hbm``).
-- ``load_neff(neff, core=0)``: a ``LoadedNeff`` whose ``execute(inputs)`` returns numpy arrays.
+- ``get_core(i)``: a ``NeuronCore`` with an ``HbmAllocator`` (``core.hbm``), on the
+  visible cores of ``topology()`` (``torchneuron.target.topology``, read once).
+- ``load_neff(neff, core=0)``: a ``LoadedNeff`` whose ``execute(inputs)`` returns numpy
+  arrays; ``LoadedNeff.schedule`` is the schedule the NEFF carries (or None).
+- ``reset_runtime()``: forget the topology and every core (tests; the next use re-reads
+  the environment).
 
-Numerics run through XLA's CPU compiler (see ``executor``); memory is accounted
-against each core's HBM (see ``memory``).
+The runtime loads and executes only: it reads what the compiler wrote into the NEFF and
+never re-runs passes or the cost model. Numerics run through XLA's CPU compiler (see
+``executor``); memory is accounted against each core's HBM (see ``memory``).
+
+Importing this package imports neither torch nor XLA nor the compiler: the names
+below that need them load on first use.
 """
 
 import importlib
 
 from torchneuron.runtime.core import NeuronCore, get_core
 from torchneuron.runtime.core import reset as reset_runtime
-from torchneuron.runtime.errors import NeuronOutOfMemoryError, NeuronRuntimeError
+from torchneuron.runtime.errors import NeuronRuntimeError
 from torchneuron.runtime.memory import HbmAllocator, format_bytes
 from torchneuron.target import hardware
 from torchneuron.target.hardware import CHIPS, ChipSpec
 from torchneuron.target.topology import Topology, topology
 
-# Loading and executing NEFFs pulls in XLA and ml_dtypes (about a second); the device
-# registration that runs inside `import torch` needs only cores and memory, so these
-# names load on first use.
+# Loading and executing NEFFs pulls in XLA and ml_dtypes (about a second), and the
+# out-of-memory error subclasses torch's: the device registration that runs inside
+# `import torch` needs only cores and memory, so these names load on first use.
 _LAZY = {
     "EXECUTORS": "executor",
     "clear_executable_cache": "executor",
@@ -29,8 +35,9 @@ _LAZY = {
     "set_executable_cache_capacity": "executor",
     "set_single_threaded": "executor",
     "LoadedNeff": "loaded_neff",
-    "TensorSpec": "loaded_neff",
+    "VariableSpec": "loaded_neff",
     "load_neff": "loaded_neff",
+    "NeuronOutOfMemoryError": "errors",
 }
 
 
@@ -56,8 +63,8 @@ __all__ = [
     "NeuronOutOfMemoryError",
     "NeuronRuntimeError",
     "RuntimeError_",
-    "TensorSpec",
     "Topology",
+    "VariableSpec",
     "clear_executable_cache",
     "executable_cache_info",
     "format_bytes",

@@ -1,8 +1,8 @@
 """Emulated logical NeuronCores: one HBM allocator each, looked up by device index.
 
 A core lives as long as the topology it was built for: ``get_core(i)`` returns
-the same object while the environment is unchanged. Changing the environment
-(or calling ``reset()``) gives fresh cores with empty HBM; NEFFs loaded before
+the same object until the topology changes (``set_topology``, or ``reset()`` and a
+changed environment), which gives fresh cores with empty HBM; NEFFs loaded before
 stay on, and keep accounting against, the cores they were loaded on.
 """
 
@@ -71,7 +71,7 @@ def get_core(index: int = 0) -> NeuronCore:
         raise IndexError(
             f"NeuronCore index {index} is out of range: {topo.device_count} cores are visible "
             f"(logical cores {list(topo.cores)}; {topology_module.VISIBLE_CORES_VAR}="
-            f"{_env_repr(topology_module.VISIBLE_CORES_VAR)})"
+            f"{_setting_repr(topo.visible_cores_setting)})"
         )
     with _lock:
         core = _cores.get((topo, index))
@@ -82,17 +82,15 @@ def get_core(index: int = 0) -> NeuronCore:
     return core
 
 
-def _env_repr(var: str) -> str:
-    import os
-
-    value = os.environ.get(var)
+def _setting_repr(value: str | None) -> str:
     return "unset" if value is None else repr(value)
 
 
 def reset() -> None:
-    """Drop the cached topology and every core built so far (tests use this)."""
+    """Drop the topology and every core built so far: the next ``get_core`` reads the
+    environment again (tests use this)."""
     global _recent
     with _lock:
         _cores.clear()
         _recent = None
-    topology_module.reset()
+    topology_module.reset_topology()

@@ -7,6 +7,9 @@ uploads the weights once. ``LoadedNeff.execute`` validates the inputs, accounts
 the execution's input and output buffers against HBM for the duration of the
 call, and runs the program.
 
+The runtime loads and executes only: the schedule and the memory plan are read from
+what the compiler wrote into the NEFF, never recomputed here.
+
 When def.json carries a ``memory_plan`` (the compiler's liveness plan), each
 execution also reserves the plan's temporaries arena, so a program whose peak does
 not fit in the core's free HBM fails before it runs, with the usual out-of-memory
@@ -30,16 +33,16 @@ from typing import Any, Self
 
 import numpy as np
 
+from torchneuron.estimate.scheduler import SCHEDULE_PATH, Schedule
 from torchneuron.runtime import null_executor  # noqa: F401  registers the "null" executor
 from torchneuron.runtime.core import NeuronCore, get_core
 from torchneuron.runtime.errors import NeuronRuntimeError
 from torchneuron.runtime.executor import DEFAULT_EXECUTOR, PreparedProgram, get_executor
 from torchneuron.runtime.program import TensorType
+from torchneuron.settings import LNC, TARGET
 from torchneuron.target.dtypes import dtype_name, numpy_dtype
-from torchneuron.target.topology import LNC_VAR, TARGET_VAR
 
 ARGUMENT_KINDS = ("input", "weight")
-SCHEDULE_MEMBER = "sg00/schedule.json"
 
 # Called after every successful execute as hook(loaded_neff, host_start, host_seconds),
 # host_start from time.perf_counter(). Hooks must be quick; the profiler is one.
@@ -59,8 +62,10 @@ def remove_execute_hook(hook: ExecuteHook) -> None:
 
 
 @dataclass(frozen=True)
-class TensorSpec:
-    """One input, output or weight of a loaded NEFF, as def.json declares it."""
+class VariableSpec:
+    """One input, output or weight variable of a loaded NEFF, as ``sg00/def.json``
+    declares it (``compiler.eager.TensorSpec`` is something else: a torch tensor's
+    shape, strides and dtype)."""
 
     name: str
     kind: str
@@ -126,16 +131,18 @@ class LoadedNeff:
         self.definition: dict = dict(neff.definition or {})
         self.executor_name: str = executor.name
         self._check_target(neff)
-        self._schedule_json = (getattr(neff, "extra_files", None) or {}).get(SCHEDULE_MEMBER)
-        self._schedule: Any = None
+        self._schedule_json = (getattr(neff, "extra_files", None) or {}).get(SCHEDULE_PATH)
+        self._schedule: Schedule | None | bool = None  # False: the NEFF's schedule is unreadable
         self.temporaries_bytes = self._planned_temporaries()
 
         variables = self._parse_variables()
-        self.input_specs: tuple[TensorSpec, ...] = tuple(v for v in variables if v.kind == "input")
-        self.output_specs: tuple[TensorSpec, ...] = tuple(
+        self.input_specs: tuple[VariableSpec, ...] = tuple(
+            v for v in variables if v.kind == "input"
+        )
+        self.output_specs: tuple[VariableSpec, ...] = tuple(
             v for v in variables if v.kind == "output"
         )
-        self.weight_specs: tuple[TensorSpec, ...] = tuple(
+        self.weight_specs: tuple[VariableSpec, ...] = tuple(
             v for v in variables if v.kind == "weight"
         )
         arguments = [v for v in variables if v.kind in ARGUMENT_KINDS]
@@ -183,9 +190,6 @@ class LoadedNeff:
             if self.temporaries_bytes
             else ""
         )
-        # Kept (as a copy: the NEFF's buffer also holds the weights) only to estimate a
-        # NEFF that was written without a schedule.
-        self._program = bytes(program) if self._schedule_json is None else None
         self._input_count = len(self.input_specs)
         self._input_checks = [(spec.shape, spec.numpy_dtype) for spec in self.input_specs]
 
@@ -197,13 +201,13 @@ class LoadedNeff:
         if target is not None and target != core.target:
             raise NeuronRuntimeError(
                 f"{self.label} was compiled for {target}, but {core.description} is a "
-                f"{core.target}: recompile for {core.target}, or set {TARGET_VAR}={target}"
+                f"{core.target}: recompile for {core.target}, or set {TARGET}={target}"
             )
         lnc = self.manifest.get("lnc", getattr(neff, "lnc_size", None))
         if lnc is not None and lnc != core.lnc:
             raise NeuronRuntimeError(
                 f"{self.label} was compiled for LNC={lnc}, but {core.description} runs at "
-                f"LNC={core.lnc}: recompile with LNC={core.lnc}, or set {LNC_VAR}={lnc}"
+                f"LNC={core.lnc}: recompile with LNC={core.lnc}, or set {LNC}={lnc}"
             )
 
     def _planned_temporaries(self) -> int:
@@ -218,11 +222,11 @@ class LoadedNeff:
             )
         return size
 
-    def _parse_variables(self) -> list[TensorSpec]:
+    def _parse_variables(self) -> list[VariableSpec]:
         variables = self.definition.get("variables")
         if not isinstance(variables, list):
             raise NeuronRuntimeError(f"{self.label}: sg00/def.json has no 'variables' list")
-        specs: list[TensorSpec] = []
+        specs: list[VariableSpec] = []
         seen: set[str] = set()
         for position, variable in enumerate(variables):
             where = f"{self.label}: sg00/def.json variables[{position}]"
@@ -251,10 +255,10 @@ class LoadedNeff:
                     f"{where} declares size_bytes {declared}, but "
                     f"{variable['dtype']}{list(shape)} takes {nbytes} bytes"
                 )
-            specs.append(TensorSpec(name, kind, tuple(shape), variable["dtype"], dtype, nbytes))
+            specs.append(VariableSpec(name, kind, tuple(shape), variable["dtype"], dtype, nbytes))
         return specs
 
-    def _weight_array(self, neff: Any, spec: TensorSpec) -> np.ndarray:
+    def _weight_array(self, neff: Any, spec: VariableSpec) -> np.ndarray:
         weights = neff.weights or {}
         if spec.name not in weights:
             raise NeuronRuntimeError(
@@ -269,7 +273,7 @@ class LoadedNeff:
             )
         return array
 
-    def _check_signature(self, arguments: list[TensorSpec]) -> None:
+    def _check_signature(self, arguments: list[VariableSpec]) -> None:
         signature = self.prepared.signature
         for what, declared, actual in (
             ("arguments", arguments, signature.arguments),
@@ -373,25 +377,14 @@ class LoadedNeff:
     # -- estimates --------------------------------------------------------------
 
     @property
-    def schedule(self) -> Any:
-        """The NEFF's estimated schedule (``estimate.scheduler.Schedule``), or None.
-
-        Read from ``sg00/schedule.json``; for a NEFF written without one, estimated from
-        its program on first use (once per loaded NEFF).
-        """
-        if self._schedule is None:
-            from torchneuron.estimate.scheduler import Schedule
-
+    def schedule(self) -> Schedule | None:
+        """The estimated schedule the NEFF carries (``sg00/schedule.json``), or None when
+        it carries none or an unreadable one. Read on first use; never estimated here."""
+        if self._schedule is None and self._schedule_json is not None:
             try:
-                if self._schedule_json is not None:
-                    self._schedule = Schedule.from_json(self._schedule_json)
-                else:
-                    from torchneuron.estimate.cost_model import estimate_program
-
-                    self._schedule = estimate_program(
-                        self._program, self.core.target, self.core.lnc
-                    )
-            except Exception:
+                self._schedule = Schedule.from_json(self._schedule_json)
+            except (ValueError, KeyError, TypeError, AttributeError):
+                # A malformed member costs only the estimate, never the execution.
                 self._schedule = False
         return self._schedule or None
 

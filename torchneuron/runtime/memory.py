@@ -19,7 +19,7 @@ import threading
 import warnings
 from typing import Any
 
-from torchneuron.runtime.errors import NeuronOutOfMemoryError, NeuronRuntimeError
+from torchneuron.runtime.errors import NeuronRuntimeError, out_of_memory
 
 ALLOCATION_GRANULARITY = 512
 
@@ -110,14 +110,14 @@ class HbmAllocator:
         """Charge ``nbytes`` to this core; return a handle for ``free``."""
         if nbytes < 0:
             raise ValueError(f"cannot allocate a negative number of bytes ({nbytes}) for {tag!r}")
-        charged = -(-nbytes // ALLOCATION_GRANULARITY) * ALLOCATION_GRANULARITY
+        charged = round_to_granularity(nbytes)
         with self._lock:
             self._busy = True
             try:
                 allocated = self._allocated + charged
                 if allocated > self._capacity:
                     self._num_ooms += 1
-                    raise NeuronOutOfMemoryError(self._oom_message(nbytes, tag))
+                    raise out_of_memory(self._oom_message(nbytes, tag))
                 handle = self._next_handle
                 self._next_handle = handle + 1
                 self._blocks[handle] = (charged, nbytes, tag)

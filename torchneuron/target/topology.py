@@ -1,6 +1,6 @@
 """Which NeuronCores this process sees, from the environment variables the real runtime reads.
 
-- ``NEURON_PLATFORM_TARGET_OVERRIDE``: ``trn2`` (default) or ``trn3``.
+- ``NEURON_PLATFORM_TARGET_OVERRIDE``: ``trn2`` (default) or ``trn3``, in any case.
 - ``NEURON_LOGICAL_NC_CONFIG``: physical cores per logical core, 1 or 2 (default: the
   chip's default LNC, 2 on both chips).
 - ``NEURON_RT_VISIBLE_CORES``: logical core ids this process may use, as ``"0-3"``,
@@ -10,24 +10,31 @@
   with a unit (``"64MiB"``, ``"1.5GiB"``, ``"500MB"``); default chip HBM / logical cores per chip.
   Lets tests exercise out-of-memory handling on small machines.
 
-``topology()`` re-reads the variables on every call (a few dictionary look-ups) and
-returns a cached ``Topology`` while they are unchanged; ``reset()`` drops the cache.
+The names are ``torchneuron.settings``' constants. ``topology()`` reads them once, at
+first use, and keeps the result for the life of the process, as CUDA reads
+``CUDA_VISIBLE_DEVICES``: changing the environment later has no effect until
+``reset_topology()`` (``torchneuron.runtime.reset_runtime()`` calls it, with the cores).
+``set_topology(build_topology({...}))`` installs one built from explicit values, for
+callers that take settings as arguments (``neuronc``). A malformed value raises
+``SettingsError`` (a ``TorchNeuronError`` and ``ValueError``) naming the variable.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from torchneuron import settings
+from torchneuron.settings import SettingsError
 from torchneuron.target import hardware
 from torchneuron.target.hardware import ChipSpec
 
-TARGET_VAR = "NEURON_PLATFORM_TARGET_OVERRIDE"
-LNC_VAR = "NEURON_LOGICAL_NC_CONFIG"
-VISIBLE_CORES_VAR = "NEURON_RT_VISIBLE_CORES"
-HBM_VAR = "TORCHNEURON_HBM_BYTES_PER_CORE"
+TARGET_VAR = settings.TARGET
+LNC_VAR = settings.LNC
+VISIBLE_CORES_VAR = settings.VISIBLE_CORES
+HBM_VAR = settings.HBM_BYTES_PER_CORE
 ENV_VARS = (TARGET_VAR, LNC_VAR, VISIBLE_CORES_VAR, HBM_VAR)
 
 DEFAULT_TARGET = "trn2"
@@ -43,6 +50,8 @@ class Topology:
     hbm_bytes_per_core: int
     hbm_overridden: bool = False
     chip: ChipSpec = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
+    # The NEURON_RT_VISIBLE_CORES text the cores came from (None: unset), for messages.
+    visible_cores_setting: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def device_count(self) -> int:
@@ -53,17 +62,14 @@ class Topology:
         return self.chip.logical_cores_per_chip(self.lnc)
 
 
-def _env_error(var: str, value: str, expected: str) -> ValueError:
-    return ValueError(f"invalid {var}={value!r}: expected {expected}")
+def _env_error(var: str, value: str, expected: str) -> SettingsError:
+    return SettingsError(f"invalid {var}={value!r}: expected {expected}")
 
 
 def parse_target(value: str | None) -> ChipSpec:
-    if value is None or not value.strip():
-        return hardware.CHIPS[DEFAULT_TARGET]
-    target = value.strip().lower()
-    if target not in hardware.CHIPS:
-        raise _env_error(TARGET_VAR, value, f"one of {sorted(hardware.CHIPS)}")
-    return hardware.CHIPS[target]
+    """The chip named by ``value`` (any case; unset or blank: ``DEFAULT_TARGET``)."""
+    name = settings.parse_choice(TARGET_VAR, value, tuple(hardware.CHIPS), DEFAULT_TARGET)
+    return hardware.CHIPS[name]
 
 
 def parse_lnc(value: str | None, chip: ChipSpec) -> int:
@@ -136,12 +142,14 @@ def parse_byte_size(value: str, var: str = HBM_VAR) -> int:
     return nbytes
 
 
-def build_topology(environ: dict[str, str] | os._Environ) -> Topology:
-    """A ``Topology`` from a mapping of environment variables (``os.environ`` or a test's dict)."""
-    chip = parse_target(environ.get(TARGET_VAR))
-    lnc = parse_lnc(environ.get(LNC_VAR), chip)
-    cores = parse_visible_cores(environ.get(VISIBLE_CORES_VAR), chip, lnc)
-    hbm_value = environ.get(HBM_VAR)
+def build_topology(values: Mapping[str, str | None]) -> Topology:
+    """A ``Topology`` from explicit values of the ``ENV_VARS``, by variable name (absent,
+    None or blank: the default)."""
+    chip = parse_target(values.get(TARGET_VAR))
+    lnc = parse_lnc(values.get(LNC_VAR), chip)
+    visible = values.get(VISIBLE_CORES_VAR)
+    cores = parse_visible_cores(visible, chip, lnc)
+    hbm_value = values.get(HBM_VAR)
     if hbm_value is not None and hbm_value.strip():
         hbm_bytes, overridden = parse_byte_size(hbm_value), True
     else:
@@ -153,44 +161,48 @@ def build_topology(environ: dict[str, str] | os._Environ) -> Topology:
         hbm_bytes_per_core=hbm_bytes,
         hbm_overridden=overridden,
         chip=chip,
+        visible_cores_setting=visible if visible is not None and visible.strip() else None,
     )
 
 
+def environment() -> dict[str, str]:
+    """The ``ENV_VARS`` that are set (and not blank) in this process's environment."""
+    found = {var: settings.env_text(var) for var in ENV_VARS}
+    return {var: value for var, value in found.items() if value is not None}
+
+
 _lock = threading.Lock()
-_cached: tuple[tuple[str | None, ...], Topology] | None = None
-
-
-# os.environ keeps the encoded process environment in ``_data``; reading it there
-# skips the per-lookup encoding, which matters on the per-op path (every device
-# allocation asks for its core).
-_encode = getattr(os.environ, "encodekey", None)
-_ENV_KEYS = tuple(_encode(var) for var in ENV_VARS) if _encode is not None else ()
-
-
-def _environment_key() -> tuple:
-    data = getattr(os.environ, "_data", None)
-    if data is not None and _ENV_KEYS:
-        get = data.get
-        return tuple([get(k) for k in _ENV_KEYS])
-    return tuple([os.environ.get(var) for var in ENV_VARS])
+_current: Topology | None = None
 
 
 def topology() -> Topology:
-    """The current topology; re-read whenever one of ``ENV_VARS`` changed."""
-    global _cached
-    environ = os.environ
-    key = _environment_key()
-    cached = _cached
-    if cached is not None and cached[0] == key:
-        return cached[1]
-    built = build_topology(environ)
+    """The visible cores: read from the environment at first use, then kept until
+    ``reset_topology()`` or ``set_topology()``."""
+    global _current
+    current = _current
+    if current is not None:
+        return current
     with _lock:
-        _cached = (key, built)
-    return built
+        if _current is None:
+            _current = build_topology(environment())
+        return _current
 
 
-def reset() -> None:
-    """Forget the cached topology (and, through ``core.reset_cores``, the cores built on it)."""
-    global _cached
+def set_topology(new: Topology) -> None:
+    """Use ``new`` from now on instead of what the environment says (until a reset).
+
+    Cores belong to the topology they were built for: ``get_core`` gives cores of
+    ``new``; NEFFs loaded before stay on, and keep accounting against, their cores.
+    """
+    global _current
+    if not isinstance(new, Topology):
+        raise TypeError(f"set_topology expects a Topology, got {type(new).__name__}")
     with _lock:
-        _cached = None
+        _current = new
+
+
+def reset_topology() -> None:
+    """Forget the topology: the next ``topology()`` reads the environment again."""
+    global _current
+    with _lock:
+        _current = None
