@@ -14,7 +14,8 @@ import pytest
 from tests.passes.xla_executor import assert_same_values, execute
 from torchneuron.passes import PassContext, PassError, PassManager, parse_module
 from torchneuron.passes.assign_engines import read_engines
-from torchneuron.passes.fuse_kernels import ARGUMENT, Dataflow, main_function, read_kernels
+from torchneuron.passes.dataflow import ARGUMENT, Dataflow, main_function
+from torchneuron.passes.fuse_kernels import read_kernels
 
 BLOCK = """
 func.func @main(%x: tensor<16x32xf32>, %w: tensor<64x32xf32>, %b: tensor<64xf32>,

@@ -28,13 +28,8 @@ from torch_mlir import ir
 from torchneuron.estimate.memory_plan import Buffer, plan_memory
 from torchneuron.estimate.scheduler import Kernel, Schedule, list_schedule
 from torchneuron.passes.assign_engines import assign_engines, read_engines
-from torchneuron.passes.fuse_kernels import (
-    ARGUMENT,
-    Dataflow,
-    main_function,
-    plan_kernels,
-    read_kernels,
-)
+from torchneuron.passes.dataflow import ARGUMENT, Dataflow, main_function
+from torchneuron.passes.fuse_kernels import plan_kernels, read_kernels
 from torchneuron.target import engines, hardware
 from torchneuron.target.engines import (
     DMA_ENGINE,

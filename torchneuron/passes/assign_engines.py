@@ -27,14 +27,8 @@ from dataclasses import dataclass
 from torch_mlir import ir
 
 from torchneuron.passes.context import PassContext
-from torchneuron.passes.fuse_kernels import (
-    ARGUMENT,
-    Dataflow,
-    ValueRef,
-    functions_of,
-    plan_kernels,
-    read_kernels,
-)
+from torchneuron.passes.dataflow import ARGUMENT, Dataflow, ValueRef, functions_of
+from torchneuron.passes.fuse_kernels import plan_kernels, read_kernels
 from torchneuron.passes.registry import Pass, register_pass
 from torchneuron.target import engines
 
