@@ -1,7 +1,7 @@
 """The cost model against first principles and the public Trainium figures.
 
 Every expectation is computed by hand in the comment next to it, from the figures in
-torchneuron/target/hardware.py and the named constants of cost_model.py:
+torchneuron/target/hardware.py and the named constants of the cost model:
 
 - trn2 TensorE: 79 TFLOPS BF16/FP16, 158 FP8, 20 FP32 per physical core, 2.4 GHz;
   a logical core at LNC=2 has two: 158 TFLOPS BF16.
@@ -18,7 +18,6 @@ from __future__ import annotations
 import pytest
 
 from torchneuron.estimate.cost_model import (
-    DMA_FIXED_SECONDS,
     estimate,
     hbm_bytes_per_second,
     tensor_engine_flops,
@@ -131,7 +130,7 @@ def test_large_elementwise_op_is_bound_by_hbm_bandwidth():
     ideal = 3 * 4 * elements / 725e9
     assert schedule.hbm_bytes == 3 * 4 * elements
     assert schedule.latency_s == pytest.approx(ideal, rel=0.10)
-    assert schedule.latency_s == pytest.approx(ideal + DMA_FIXED_SECONDS, rel=1e-6)
+    assert schedule.latency_s == pytest.approx(ideal + hardware.TRN2.dma_fixed_latency_s, rel=1e-6)
     assert schedule.kernels[0].bound == "DMA"
 
 

@@ -16,6 +16,10 @@ FIGURE_FIELDS = (
     "hbm_bytes_per_chip",
     "hbm_bandwidth_bytes_per_s",
     "dma_engines_per_chip",
+    "dma_engines_per_core",
+    "dma_engine_bytes_per_s",
+    "instruction_overhead_cycles",
+    "dma_fixed_latency_s",
     "chip_dense_tflops",
     "tensor_engine",
     "vector_engine",
@@ -125,6 +129,21 @@ def test_defaults_and_memories():
         trn2.psum_bytes_per_partition // trn2.psum_banks // 4 == trn2.tensor_engine.max_moving_free
     )
     assert trn2.dma_engines_per_chip == trn3.dma_engines_per_chip == 128
+
+
+@pytest.mark.parametrize("target", ["trn2", "trn3"])
+def test_dma_engines_per_core_add_up_to_the_chip(target):
+    chip = CHIPS[target]
+    assert chip.dma_engines_per_core * chip.physical_cores_per_chip == chip.dma_engines_per_chip
+    # a logical core's DMA engines move at least its share of HBM bandwidth (within 1%)
+    lnc = chip.default_lnc
+    assert chip.dma_bytes_per_logical_core(lnc) >= 0.99 * chip.hbm_bandwidth_per_logical_core(lnc)
+
+
+def test_dma_engine_rates():
+    # NKI "Introduction to DMA": 27.2 GB/s per engine on NeuronCore-v3, 38.4 GB/s on v4
+    assert CHIPS["trn2"].dma_bytes_per_logical_core(2) == pytest.approx(2 * 16 * 27.2e9)
+    assert CHIPS["trn3"].dma_bytes_per_logical_core(1) == pytest.approx(16 * 38.4e9)
 
 
 def test_engine_throughput_lookup():

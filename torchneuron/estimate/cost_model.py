@@ -42,13 +42,6 @@ from torchneuron.target.hardware import ChipSpec
 
 # -- named constants (everything not in hardware.CHIPS) ------------------------------
 
-# Fixed cost of issuing one engine instruction (decode, semaphore wait, pipeline fill),
-# in cycles of that engine's clock. No public figure: an assumption of a few dozen
-# cycles, chosen so that a 512-column matmul instruction (the longest the moving
-# operand allows) runs at 512 / (512 + 64) = 89% of peak, in line with the ~90% the
-# NKI performance guide calls good compute utilisation.
-INSTRUCTION_OVERHEAD_CYCLES = 64
-
 # Elements per partition one VectorE/ScalarE/GpSimd instruction processes when streaming
 # a large tensor: 2048 fp32 = 8 KiB of a partition's 192 KiB, leaving room to double-
 # buffer inputs and outputs. Larger tiles only amortise the overhead further.
@@ -57,20 +50,6 @@ STREAM_TILE_FREE_ELEMENTS = 2048
 # Fraction of SBUF a kernel's working set may use; the rest holds double buffers,
 # semaphores and the compiler's own scratch. An assumption.
 SBUF_USABLE_FRACTION = 0.75
-
-# DMA engines serving one physical NeuronCore, and each one's bandwidth, from the NKI
-# "Introduction to DMA" page: 16 engines per core, 27.2 GB/s each on NeuronCore-v3,
-# 38.4 GB/s on NeuronCore-v4. The DMA lane runs at the lower of this and the core's
-# share of HBM bandwidth.
-DMA_OVERVIEW_PAGE = f"{hardware._DOCS}/nki/about/nki-dma-overview.html"
-DMA_ENGINES_PER_CORE = 16
-DMA_ENGINE_BYTES_PER_S = {"NeuronCore-v3": 27.2e9, "NeuronCore-v4": 38.4e9}
-
-# Fixed latency of a kernel's DMA (descriptor generation, semaphore round trip, first
-# packet) before its bytes stream. No public figure: an assumption of 2 us. It delays
-# the kernel (and so chains of small dependent kernels, as the Neuron Explorer guide on
-# inefficient DMA transfers describes) but overlaps with other kernels' transfers.
-DMA_FIXED_SECONDS = 2e-6
 
 # A reduction whose rows do not fit in one SBUF partition needs another pass over its
 # kernel's inputs per reduction. A row is held this many times (input, running
@@ -125,16 +104,12 @@ def _dtype_size(dtype: str) -> tuple[str, int]:
 
 def hbm_bytes_per_second(chip: ChipSpec, lnc: int) -> float:
     """The logical core's HBM bandwidth: its share of the chip, capped by its DMA engines."""
-    share = chip.hbm_bandwidth_per_logical_core(lnc)
-    dma = DMA_ENGINE_BYTES_PER_S.get(chip.core_version)
-    if dma is None:
-        return share
-    return min(share, lnc * DMA_ENGINES_PER_CORE * dma)
+    return min(chip.hbm_bandwidth_per_logical_core(lnc), chip.dma_bytes_per_logical_core(lnc))
 
 
 def onchip_dma_bytes_per_second(chip: ChipSpec, lnc: int) -> float:
-    dma = DMA_ENGINE_BYTES_PER_S.get(chip.core_version, 27.2e9)
-    return lnc * DMA_ENGINES_PER_CORE * dma
+    """SBUF-to-SBUF copies run at the DMA engines' rate (no HBM involved)."""
+    return chip.dma_bytes_per_logical_core(lnc)
 
 
 def _engine_spec(chip: ChipSpec, engine: str) -> hardware.EngineSpec:
@@ -153,7 +128,7 @@ def streaming_seconds(chip: ChipSpec, lnc: int, engine: str, elements: int, dtyp
     per_core = math.ceil(elements / lnc)
     instructions = math.ceil(per_core / (chip.sbuf_partitions * STREAM_TILE_FREE_ELEMENTS))
     return per_core / spec.elements_per_second(dtype) + (
-        instructions * INSTRUCTION_OVERHEAD_CYCLES / spec.clock_hz
+        instructions * chip.instruction_overhead_cycles / spec.clock_hz
     )
 
 
@@ -187,7 +162,7 @@ def matmul_cost(
     128 (free) and streams a moving tile of at most 128 x 512; each moving column takes
     one array pass, ``2 * 128 * 128 / flops_per_second`` seconds at the dtype's rate,
     whether or not all 128 x 128 cells are used (so K = 64 uses half the array), plus
-    INSTRUCTION_OVERHEAD_CYCLES per instruction. The compiler may make either operand
+    the chip's instruction overhead per instruction. The compiler may make either operand
     stationary; we take the faster orientation.
     """
     te = chip.tensor_engine
@@ -198,7 +173,7 @@ def matmul_cost(
     # instruction with its own overhead; faster ones (FP8) stream columns faster.
     passes = max(1, round(tensor_engine_flops(chip, "bfloat16") / rate))
     column_seconds = 2 * rows * cols / (rate * passes)
-    overhead = INSTRUCTION_OVERHEAD_CYCLES / te.clock_hz
+    overhead = chip.instruction_overhead_cycles / te.clock_hz
     k_tiles = math.ceil(k / rows)
 
     def orientation(stationary: int, streamed: int) -> tuple[float, int]:
@@ -463,8 +438,8 @@ def model_figures(chip: ChipSpec, lnc: int) -> dict:
         "hbm_capacity_bytes": chip.hbm_bytes_per_logical_core(lnc),
         "sbuf_bytes_per_physical_core": chip.sbuf_bytes_per_core,
         "tensor_engine_bf16_flops": chip.tensor_flops_per_logical_core("bfloat16", lnc),
-        "instruction_overhead_cycles": INSTRUCTION_OVERHEAD_CYCLES,
-        "dma_fixed_us": DMA_FIXED_SECONDS * 1e6,
+        "instruction_overhead_cycles": chip.instruction_overhead_cycles,
+        "dma_fixed_us": chip.dma_fixed_latency_s * 1e6,
         "sbuf_usable_fraction": SBUF_USABLE_FRACTION,
     }
 
@@ -682,7 +657,7 @@ def _finish_kernel(chip, lnc, builder: _KernelBuilder, kernels) -> Kernel:
         sbuf_bytes=int(builder.sbuf_bytes),
         flops=builder.flops,
         onchip_dma_bytes=builder.onchip_bytes,
-        dma_latency_s=DMA_FIXED_SECONDS if hbm > 0 else 0.0,
+        dma_latency_s=chip.dma_fixed_latency_s if hbm > 0 else 0.0,
         deps=deps,
         notes=sorted(set(builder.notes)),
     )

@@ -2,7 +2,8 @@
 
 Every number the runtime uses to model a chip (core counts, logical NeuronCore
 configuration, HBM capacity and bandwidth, engine clocks and throughputs, on-chip
-memories, DMA engines) lives here, in ``CHIPS``. Each ``ChipSpec`` carries a
+memories, DMA engines and their bandwidth, instruction and transfer overheads) lives
+here, in ``CHIPS``; the cost model (``torchneuron.estimate``) reads them from here. Each ``ChipSpec`` carries a
 ``sources`` mapping from field name to the public aws-neuron-sdk documentation
 page the figure was taken from, so a reader can check any figure; where public
 pages disagree, the comment next to the figure says which one we chose and why.
@@ -35,6 +36,23 @@ LNC_PAGE = f"{_DOCS}/general/arch/neuron-features/logical-neuroncore-config.html
 # States that neuronx-cc defaults to LNC=2 on Trn2 and later.
 LNC_DEFAULT_PAGE = f"{_DOCS}/compiler/error-codes/EVRF066.html"
 NKI_LNC_PAGE = f"{_DOCS}/nki/get-started/about/lnc.html"
+# NKI "Introduction to DMA": DMA engines per NeuronCore and each engine's bandwidth.
+DMA_OVERVIEW_PAGE = f"{_DOCS}/nki/about/nki-dma-overview.html"
+# The source of a figure no public page gives; the comment next to the figure explains it.
+ASSUMPTION = "assumption (see comment in hardware.py)"
+
+# Fixed cost of issuing one engine instruction (decode, semaphore wait, pipeline fill),
+# in cycles of that engine's clock. No public figure: an assumption of a few dozen
+# cycles, chosen so that a 512-column matmul instruction (the longest the moving
+# operand allows) runs at 512 / (512 + 64) = 89% of peak, in line with the ~90% the
+# NKI performance guide calls good compute utilisation.
+INSTRUCTION_OVERHEAD_CYCLES = 64
+
+# Fixed latency of a kernel's DMA (descriptor generation, semaphore round trip, first
+# packet) before its bytes stream. No public figure: an assumption of 2 us. It delays
+# the kernel (and so chains of small dependent kernels, as the Neuron Explorer guide on
+# inefficient DMA transfers describes) but overlaps with other kernels' transfers.
+DMA_FIXED_LATENCY_S = 2e-6
 
 
 def _frozen(mapping: Mapping) -> Mapping:
@@ -99,6 +117,13 @@ class ChipSpec:
     hbm_bytes_per_chip: int
     hbm_bandwidth_bytes_per_s: float
     dma_engines_per_chip: int
+    # DMA engines serving one physical NeuronCore, and each one's bandwidth.
+    dma_engines_per_core: int
+    dma_engine_bytes_per_s: float
+    # Cycles of fixed cost per engine instruction, and seconds before a transfer's first
+    # bytes (both assumptions: INSTRUCTION_OVERHEAD_CYCLES, DMA_FIXED_LATENCY_S).
+    instruction_overhead_cycles: int
+    dma_fixed_latency_s: float
     # Dense TFLOPS of the whole chip as the chip page states it.
     chip_dense_tflops: Mapping[str, float]
     tensor_engine: TensorEngineSpec
@@ -142,6 +167,11 @@ class ChipSpec:
     def hbm_bandwidth_per_logical_core(self, lnc: int) -> float:
         return self.hbm_bandwidth_bytes_per_s / self.logical_cores_per_chip(lnc)
 
+    def dma_bytes_per_logical_core(self, lnc: int) -> float:
+        """What the DMA engines of ``lnc`` physical cores can move per second together."""
+        self.check_lnc(lnc)
+        return lnc * self.dma_engines_per_core * self.dma_engine_bytes_per_s
+
     def tensor_flops_per_logical_core(self, dtype: str, lnc: int) -> float:
         """Dense matmul FLOP/s of one logical core: ``lnc`` physical TensorEngines."""
         self.check_lnc(lnc)
@@ -159,6 +189,10 @@ TRN2 = ChipSpec(
     # The chip page and the current NKI guide say 2.9 TB/s; an older NKI guide said 3 TB/s.
     hbm_bandwidth_bytes_per_s=2.9e12,
     dma_engines_per_chip=128,
+    dma_engines_per_core=16,
+    dma_engine_bytes_per_s=27.2e9,
+    instruction_overhead_cycles=INSTRUCTION_OVERHEAD_CYCLES,
+    dma_fixed_latency_s=DMA_FIXED_LATENCY_S,
     # The chip page's totals exceed 8x the per-core figures (8 x 79 = 632 < 667; 8 x 20 = 160 <
     # 181); both are kept as published. Timing models should use the per-core figures.
     chip_dense_tflops=_frozen(
@@ -199,6 +233,10 @@ TRN2 = ChipSpec(
             "hbm_bytes_per_chip": TRAINIUM2_NKI_PAGE,
             "hbm_bandwidth_bytes_per_s": TRAINIUM2_NKI_PAGE,
             "dma_engines_per_chip": TRAINIUM2_NKI_PAGE,
+            "dma_engines_per_core": DMA_OVERVIEW_PAGE,
+            "dma_engine_bytes_per_s": DMA_OVERVIEW_PAGE,
+            "instruction_overhead_cycles": ASSUMPTION,
+            "dma_fixed_latency_s": ASSUMPTION,
             "chip_dense_tflops": TRAINIUM2_PAGE,
             "tensor_engine": NEURONCORE_V3_PAGE,
             "tensor_engine.max_stationary": TRAINIUM2_NKI_PAGE,
@@ -223,6 +261,10 @@ TRN3 = ChipSpec(
     # The chip page says 4.9 TB/s; the NKI guide says 4.7 TB/s. We take the chip page.
     hbm_bandwidth_bytes_per_s=4.9e12,
     dma_engines_per_chip=128,
+    dma_engines_per_core=16,
+    dma_engine_bytes_per_s=38.4e9,
+    instruction_overhead_cycles=INSTRUCTION_OVERHEAD_CYCLES,
+    dma_fixed_latency_s=DMA_FIXED_LATENCY_S,
     chip_dense_tflops=_frozen(
         {
             "bfloat16": 671,
@@ -277,6 +319,10 @@ TRN3 = ChipSpec(
             "hbm_bytes_per_chip": TRAINIUM3_PAGE,
             "hbm_bandwidth_bytes_per_s": TRAINIUM3_PAGE,
             "dma_engines_per_chip": TRAINIUM3_NKI_PAGE,
+            "dma_engines_per_core": DMA_OVERVIEW_PAGE,
+            "dma_engine_bytes_per_s": DMA_OVERVIEW_PAGE,
+            "instruction_overhead_cycles": ASSUMPTION,
+            "dma_fixed_latency_s": ASSUMPTION,
             "chip_dense_tflops": TRAINIUM3_PAGE,
             "tensor_engine": NEURONCORE_V4_PAGE,
             "tensor_engine.max_stationary": TRAINIUM3_NKI_PAGE,
@@ -285,7 +331,7 @@ TRN3 = ChipSpec(
             "gpsimd_engine": TRAINIUM3_NKI_PAGE,
             "sbuf_bytes_per_partition": TRAINIUM3_NKI_PAGE,
             "psum_bytes_per_partition": TRAINIUM3_NKI_PAGE,
-            "chips_per_node": "assumption (see comment in hardware.py)",
+            "chips_per_node": ASSUMPTION,
         }
     ),
 )
