@@ -256,3 +256,24 @@ def test_half_precision_convolution_with_bias_is_costed_at_bfloat16_width():
             latency[name, dtype] = compiled.schedule.latency_s
     assert latency["bias", torch.bfloat16] < 0.5 * latency["bias", torch.float32]
     assert latency["bias", torch.bfloat16] < 1.2 * latency["plain", torch.bfloat16]
+
+
+def test_a_module_without_main_is_an_estimate_error():
+    from torchneuron.errors import TorchNeuronError
+    from torchneuron.estimate.cost_model import EstimateError
+
+    module = parse_module(
+        "func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> { return %a : tensor<2xf32> }\n"
+        "func.func @g(%a: tensor<2xf32>) -> tensor<2xf32> { return %a : tensor<2xf32> }"
+    )
+    with pytest.raises(EstimateError, match="@main") as caught:
+        estimate(module, "trn2")
+    assert isinstance(caught.value, TorchNeuronError) and isinstance(caught.value, ValueError)
+
+
+def test_an_unknown_target_is_named():
+    from torchneuron.errors import TorchNeuronError
+
+    with pytest.raises(hardware.UnknownTargetError, match="'trn9'") as caught:
+        estimate(elementwise_add(8), "trn9")
+    assert isinstance(caught.value, TorchNeuronError) and isinstance(caught.value, ValueError)

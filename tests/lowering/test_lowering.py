@@ -83,3 +83,11 @@ def test_decomposition_table_contains_torch_mlir_base_and_our_extras():
     assert torch.ops.aten.native_batch_norm.default in table or any(
         k.overloadpacket is torch.ops.aten._native_batch_norm_legit_functional for k in table
     )
+
+
+def test_lowering_errors_share_the_package_root():
+    from torchneuron.errors import TorchNeuronError
+
+    for error in (lowering.LoweringError, UnsupportedOpError, DynamicShapeError):
+        assert issubclass(error, TorchNeuronError)
+    assert issubclass(UnsupportedOpError, lowering.LoweringError)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import subprocess
 import sys
@@ -123,6 +124,26 @@ def test_options_and_spec_round_trip():
     assert [p.spec() for p in parse_pipeline(manager.pipeline)] == [p.spec() for p in passes]
 
 
+@pytest.mark.parametrize("name", list_passes())
+def test_pass_options_are_frozen_once_built(name):
+    # every registered pass is a frozen dataclass: pipeline strings build it, nothing edits it
+    built = get_pass(name)()
+    assert type(built).__dataclass_params__.frozen
+    option = next(iter(dataclasses.fields(built)), None)
+    if option is not None:
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(built, option.name, getattr(built, option.name))
+
+
+def test_a_pass_with_unfrozen_options_cannot_be_declared():
+    with pytest.raises(TypeError, match="non-frozen"):
+
+        @dataclass
+        class Mutable(Pass):
+            name = "test-mutable"
+            level: int = 1
+
+
 def test_upstream_options_are_forwarded_verbatim():
     (canonicalize,) = parse_pipeline("canonicalize{max-iterations=2 region-simplify=disabled}")
     assert (
@@ -134,7 +155,7 @@ def test_upstream_options_are_forwarded_verbatim():
 
 
 def test_duplicate_registration_is_rejected():
-    @dataclass
+    @dataclass(frozen=True)
     class AnotherCse(Pass):
         name = "cse"
 
@@ -142,7 +163,7 @@ def test_duplicate_registration_is_rejected():
         register_pass(AnotherCse)
     assert get_pass("cse").__name__ == "CsePass"
 
-    @dataclass
+    @dataclass(frozen=True)
     class Nameless(Pass):
         pass
 
@@ -243,7 +264,7 @@ def breaking_pass():
     """A pass that leaves invalid IR: an add whose result type disagrees with its operands."""
 
     @register_pass
-    @dataclass
+    @dataclass(frozen=True)
     class BreakTypes(Pass):
         name = "test-break-types"
 
@@ -389,3 +410,16 @@ def test_command_line_runs_a_pipeline(tmp_path: Path):
     )
     assert "// -----// IR Dump After fold-constants //----- //" in completed.stderr
     assert "fold-constants.convert" in completed.stderr
+
+
+def test_stage_errors_share_the_package_root():
+    from torchneuron.errors import TorchNeuronError
+    from torchneuron.passes.ir_constants import UnsupportedConstantError
+
+    assert issubclass(PassError, TorchNeuronError)
+    # stays a ValueError for callers that catch those
+    assert issubclass(UnsupportedConstantError, TorchNeuronError)
+    assert issubclass(UnsupportedConstantError, ValueError)
+    with pytest.raises(PassError) as caught:
+        parse_pipeline("no-such-pass")
+    assert isinstance(caught.value, TorchNeuronError)

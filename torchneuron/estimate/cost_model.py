@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from torch_mlir import ir
 
+from torchneuron.errors import TorchNeuronError
 from torchneuron.estimate.memory_plan import Buffer, plan_memory
 from torchneuron.estimate.scheduler import Kernel, Schedule, list_schedule
 from torchneuron.passes.assign_engines import assign_engines, read_engines
@@ -68,7 +69,7 @@ _FREE_LAYOUT_OPS = frozenset(
 )
 
 
-class EstimateError(ValueError):
+class EstimateError(TorchNeuronError, ValueError):
     """The module cannot be estimated (no @main, an inconsistent annotation)."""
 
 

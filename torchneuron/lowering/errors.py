@@ -10,8 +10,10 @@ from collections.abc import Sequence
 
 import torch
 
+from torchneuron.errors import TorchNeuronError
 
-class LoweringError(RuntimeError):
+
+class LoweringError(TorchNeuronError):
     """A graph could not be lowered to StableHLO."""
 
 

@@ -106,7 +106,7 @@ def _holds_exactly(source: ir.Type, middle: ir.Type) -> bool:
 
 
 @register_pass
-@dataclass
+@dataclass(frozen=True)
 class AlgebraicSimplify(Pass):
     """x*1, x+0, identity/chained transpose, reshape, broadcast, convert -> simpler."""
 

@@ -145,7 +145,7 @@ def read_engines(flow: Dataflow) -> tuple[list[str | None], list[int | None]] | 
 
 
 @register_pass
-@dataclass
+@dataclass(frozen=True)
 class AssignEngines(Pass):
     """Name the engine of every op (neuron.engine) and mark ScalarE activation islands."""
 

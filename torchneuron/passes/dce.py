@@ -65,7 +65,7 @@ def erase_if_dead(op: ir.Operation) -> int:
 
 
 @register_pass
-@dataclass
+@dataclass(frozen=True)
 class DeadCodeElimination(Pass):
     """Erase operations with unused results and no side effects."""
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from torchneuron.errors import TorchNeuronError
 
-class PassError(RuntimeError):
+
+class PassError(TorchNeuronError):
     """A pass pipeline could not be built or a pass failed.
 
     ``pass_name`` names the failing pass (None for pipeline/registry errors);

@@ -84,7 +84,7 @@ def _append_argument(function: ir.Operation, tensor_type: ir.Type, weight_name: 
 
 
 @register_pass
-@dataclass
+@dataclass(frozen=True)
 class ExternalizeConstants(Pass):
     """Large constants -> trailing neuron.weight arguments of @main, data in ctx.weights."""
 

@@ -310,7 +310,7 @@ def _same_bits(values: list[np.ndarray]) -> bool:
 
 
 @register_pass
-@dataclass
+@dataclass(frozen=True)
 class FoldConstants(Pass):
     """Evaluate StableHLO ops on constants where the result is exactly XLA's."""
 

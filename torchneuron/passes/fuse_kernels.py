@@ -201,7 +201,7 @@ def read_kernels(flow: Dataflow) -> list[int | None] | None:
 
 
 @register_pass
-@dataclass
+@dataclass(frozen=True)
 class FuseKernels(Pass):
     """Group ops into NeuronCore kernels (neuron.kernel attributes); intermediates stay in SBUF."""
 

@@ -25,6 +25,8 @@ import ml_dtypes
 import numpy as np
 from torch_mlir import ir
 
+from torchneuron.errors import TorchNeuronError
+
 # MLIR element type (printed form) -> numpy dtype holding it bit-exactly.
 NUMPY_DTYPE_OF_ELEMENT_TYPE: dict[str, np.dtype] = {
     "i1": np.dtype(np.bool_),
@@ -68,7 +70,7 @@ _BUFFER_NATIVE_ELEMENT_TYPES = frozenset(
 _LITERAL_TOKEN = re.compile(r"true|false|0x[0-9A-Fa-f]+|[-+]?(?:inf|nan)|[-+0-9.eE]+")
 
 
-class UnsupportedConstantError(ValueError):
+class UnsupportedConstantError(TorchNeuronError, ValueError):
     """A constant whose element type or encoding this module cannot convert."""
 
 

@@ -270,7 +270,7 @@ class _ShapeArithmetic:
 
 
 @register_pass
-@dataclass
+@dataclass(frozen=True)
 class LegalizeToStablehlo(Pass):
     """arith.constant and dynamic-shape scalar arithmetic -> StableHLO ops."""
 

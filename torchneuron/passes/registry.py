@@ -23,12 +23,13 @@ from torchneuron.passes.context import PassContext
 from torchneuron.passes.errors import PassError
 
 
-@dataclass
+@dataclass(frozen=True)
 class Pass:
     """A rewrite of a module, run by the PassManager.
 
-    Subclasses set ``name`` (the pipeline name; its file is the name with
-    underscores), declare options as dataclass fields and implement ``run``,
+    Subclasses are frozen dataclasses (``@dataclass(frozen=True)``): they set ``name``
+    (the pipeline name; its file is the name with underscores), declare options as
+    dataclass fields (fixed once the pass is built) and implement ``run``,
     which rewrites the module in place and records rewrites with
     ``ctx.count(pattern)``.
     """

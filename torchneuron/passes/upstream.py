@@ -18,6 +18,7 @@ Options of a wrapped pass are forwarded verbatim:
 from __future__ import annotations
 
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -32,16 +33,25 @@ from torchneuron.passes.ir_utils import count_ops
 from torchneuron.passes.registry import Pass, register_pass
 
 _stablehlo_passes_registered = False
+_registration_lock = threading.Lock()
 
 
 def _register_stablehlo_passes() -> None:
+    """Register the StableHLO passes with MLIR once per process.
+
+    The flag is set only after registration succeeded (a failed attempt is retried by
+    the next caller), and the lock keeps two threads from registering at once.
+    """
     global _stablehlo_passes_registered
-    if not _stablehlo_passes_registered:
-        _stablehlo.register_stablehlo_passes()
-        _stablehlo_passes_registered = True
+    if _stablehlo_passes_registered:
+        return
+    with _registration_lock:
+        if not _stablehlo_passes_registered:
+            _stablehlo.register_stablehlo_passes()
+            _stablehlo_passes_registered = True
 
 
-@dataclass
+@dataclass(frozen=True)
 class UpstreamPass(Pass):
     """An MLIR pass run through the bindings; ``options`` is MLIR's option text."""
 

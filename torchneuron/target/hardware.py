@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from torchneuron.errors import TorchNeuronError
+
 KiB = 1024
 MiB = 1024 * KiB
 GiB = 1024 * MiB
@@ -53,6 +55,10 @@ INSTRUCTION_OVERHEAD_CYCLES = 64
 # the kernel (and so chains of small dependent kernels, as the Neuron Explorer guide on
 # inefficient DMA transfers describes) but overlaps with other kernels' transfers.
 DMA_FIXED_LATENCY_S = 2e-6
+
+
+class UnknownTargetError(TorchNeuronError, ValueError):
+    """A target name or logical core size the hardware table does not hold."""
 
 
 def _frozen(mapping: Mapping) -> Mapping:
@@ -148,9 +154,10 @@ class ChipSpec:
         return self.sbuf_partitions * self.psum_bytes_per_partition
 
     def check_lnc(self, lnc: int) -> None:
-        """Raise ValueError if ``lnc`` is not a logical core size this chip supports."""
+        """Raise UnknownTargetError (a ValueError) if ``lnc`` is not a logical core size
+        this chip supports."""
         if lnc not in self.supported_lnc:
-            raise ValueError(
+            raise UnknownTargetError(
                 f"{self.marketing_name} ({self.name}) supports LNC in {list(self.supported_lnc)}, "
                 f"not {lnc}"
             )
@@ -344,6 +351,6 @@ def chip(target: str) -> ChipSpec:
     try:
         return CHIPS[target]
     except KeyError:
-        raise ValueError(
+        raise UnknownTargetError(
             f"unknown Neuron target {target!r}; known targets: {sorted(CHIPS)}"
         ) from None
