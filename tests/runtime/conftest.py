@@ -12,27 +12,13 @@ from torch_mlir._mlir_libs import _stablehlo as compiler_stablehlo
 
 from torchneuron.neff import Neff, read_neff, weight_file_path, write_neff
 from torchneuron.runtime import reset_runtime
-from torchneuron.target.dtypes import numpy_dtype
+from torchneuron.target.dtypes import lookup, numpy_dtype
 from torchneuron.target.topology import ENV_VARS
-
-# torch-style dtype name -> MLIR element type
-MLIR_TYPES = {
-    "float32": "f32",
-    "bfloat16": "bf16",
-    "float16": "f16",
-    "float64": "f64",
-    "int64": "i64",
-    "int32": "i32",
-    "int8": "i8",
-    "uint8": "ui8",
-    "bool": "i1",
-    "float8_e4m3fn": "f8E4M3FN",
-}
 
 
 def tensor_type(shape: Sequence[int], dtype: str) -> str:
     dims = "x".join(str(d) for d in shape)
-    return f"tensor<{dims + 'x' if dims else ''}{MLIR_TYPES[dtype]}>"
+    return f"tensor<{dims + 'x' if dims else ''}{lookup(dtype).mlir}>"
 
 
 def portable_artifact(text: str) -> bytes:

@@ -85,8 +85,6 @@ def _check_field_table() -> None:
 
 _check_field_table()
 
-NAME_MAX_BYTES = _FIELD_BY_NAME["name"].size - 1  # keep one NUL terminator
-BUILD_VERSION_MAX_BYTES = _FIELD_BY_NAME["neff_build_version"].size - 1
 _UUID = _FIELD_BY_NAME["uuid"]
 
 

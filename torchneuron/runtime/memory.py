@@ -21,19 +21,12 @@ from typing import Any
 
 from torchneuron.runtime.errors import NeuronRuntimeError, out_of_memory
 
+# format_bytes lives below the estimate layer (its memory plan prints sizes too).
+from torchneuron.target.topology import format_bytes
+
 ALLOCATION_GRANULARITY = 512
 
-
-def format_bytes(nbytes: int) -> str:
-    """``nbytes`` in binary units, e.g. ``"1.50 GiB"``; plain bytes below 1 KiB."""
-    if nbytes < 1024:
-        return f"{nbytes} bytes"
-    value = float(nbytes)
-    for unit in ("KiB", "MiB", "GiB", "TiB"):
-        value /= 1024
-        if value < 1024 or unit == "TiB":
-            return f"{value:.2f} {unit}"
-    raise AssertionError("unreachable")
+__all__ = ["ALLOCATION_GRANULARITY", "HbmAllocator", "format_bytes", "round_to_granularity"]
 
 
 def round_to_granularity(nbytes: int) -> int:

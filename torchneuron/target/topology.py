@@ -17,6 +17,9 @@ first use, and keeps the result for the life of the process, as CUDA reads
 ``set_topology(build_topology({...}))`` installs one built from explicit values, for
 callers that take settings as arguments (``neuronc``). A malformed value raises
 ``SettingsError`` (a ``TorchNeuronError`` and ``ValueError``) naming the variable.
+
+``parse_byte_size`` and ``format_bytes`` read and write byte counts as people do
+(``"64MiB"``, ``"1.50 GiB"``); every layer that prints a memory size uses the latter.
 """
 
 from __future__ import annotations
@@ -140,6 +143,18 @@ def parse_byte_size(value: str, var: str = HBM_VAR) -> int:
     if nbytes <= 0:
         raise _env_error(var, value, expected)
     return nbytes
+
+
+def format_bytes(nbytes: int) -> str:
+    """``nbytes`` in binary units, e.g. ``"1.50 GiB"``; plain bytes below 1 KiB."""
+    if nbytes < 1024:
+        return f"{nbytes} bytes"
+    value = float(nbytes)
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        value /= 1024
+        if value < 1024 or unit == "TiB":
+            return f"{value:.2f} {unit}"
+    raise AssertionError("unreachable")
 
 
 def build_topology(values: Mapping[str, str | None]) -> Topology:
