@@ -7,11 +7,13 @@ from typing import Any
 
 import numpy as np
 
+from torchneuron.estimate.scheduler import SCHEDULE_PATH
 from torchneuron.neff.container import Neff
 from torchneuron.neff.header import HEADER_SIZE, NeffHeader
 from torchneuron.neff.reader import check_header
 from torchneuron.neff.weights import weight_dtype_name
 from torchneuron.neff.writer import build_members, write_neff
+from torchneuron.target.engines import ENGINES
 
 
 def _size(count: int) -> str:
@@ -39,10 +41,6 @@ def _header_of(neff: Neff) -> tuple[NeffHeader, dict[str, int]]:
     return header, sections
 
 
-SCHEDULE_MEMBER = "sg00/schedule.json"
-_ENGINE_ORDER = ("TensorE", "VectorE", "ScalarE", "GpSimd", "DMA")
-
-
 def _estimate_lines(estimates: dict, manifest: dict) -> list[str]:
     """The manifest's ``estimates`` as labelled lines; unknown keys are listed as they are."""
     known = {
@@ -61,7 +59,7 @@ def _estimate_lines(estimates: dict, manifest: dict) -> list[str]:
         lines.append(f"  estimated latency    {estimates['latency_us']:.3f} us")
     busy = estimates.get("engine_busy_percent")
     if isinstance(busy, dict) and busy:
-        order = [e for e in _ENGINE_ORDER if e in busy] + sorted(set(busy) - set(_ENGINE_ORDER))
+        order = [e for e in ENGINES if e in busy] + sorted(set(busy) - set(ENGINES))
         lines.append("  engine busy          " + ", ".join(f"{e} {busy[e]:.1f}%" for e in order))
     for key, label in (
         ("hbm_bytes", "HBM traffic"),
@@ -87,9 +85,9 @@ def _schedule_lines(data: bytes, limit: int | None) -> list[str]:
         schedule = json.loads(bytes(data).decode("utf-8"))
         kernels = list(schedule["kernels"])
     except (ValueError, KeyError, TypeError):
-        return [f"schedule ({SCHEDULE_MEMBER}): unreadable"]
+        return [f"schedule ({SCHEDULE_PATH}): unreadable"]
     lines = [
-        f"schedule ({SCHEDULE_MEMBER}): {len(kernels)} kernels, "
+        f"schedule ({SCHEDULE_PATH}): {len(kernels)} kernels, "
         f"{schedule.get('latency_us', 0.0):.3f} us",
         f"  {'kernel':<24} {'engine':<8} {'bound':<8} {'start us':>10} {'time us':>9} "
         f"{'cycles':>9} {'bytes in':>11} {'bytes out':>11} {'SBUF':>9}  ops",
@@ -172,8 +170,8 @@ def describe(neff: Neff, max_kernels: int | None = 30) -> str:
             f"memory plan (sg00/def.json): peak HBM {_size(memory_plan['peak_hbm_bytes'])} = "
             + " + ".join(parts)
         )
-    if SCHEDULE_MEMBER in neff.extra_files:
-        lines.extend(_schedule_lines(neff.extra_files[SCHEDULE_MEMBER], max_kernels))
+    if SCHEDULE_PATH in neff.extra_files:
+        lines.extend(_schedule_lines(neff.extra_files[SCHEDULE_PATH], max_kernels))
     lines.append("sections:")
     width = max(len(path) for path in sections)
     program_kind = "MLIR bytecode" if bytes(neff.program[:4]) == b"ML\xefR" else "not MLIR bytecode"
