@@ -56,3 +56,18 @@ def test_float_classification():
     assert torch.bfloat16 is dtypes.BY_NAME["bfloat16"].torch
     assert np.dtype(np.float32) not in dtypes.ml_float_dtypes()
     assert dtypes.BY_NAME["float8_e5m2"].numpy in dtypes.ml_float_dtypes()
+
+
+@pytest.mark.parametrize("row", dtypes.ROWS, ids=lambda row: row.name)
+def test_engine_element_types_come_from_the_table(row):
+    from torchneuron.target import engines
+
+    for spelling in (row.mlir, *row.mlir_aliases):
+        assert engines.element_type(spelling) == (row.name, row.itemsize)
+
+
+def test_unknown_element_types_count_four_bytes():
+    from torchneuron.target import engines
+
+    assert engines.element_type("!stablehlo.token") == ("!stablehlo.token", 4)
+    assert engines.element_type("f8E5M2") == ("float8_e5m2", 1)

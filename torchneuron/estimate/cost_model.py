@@ -31,7 +31,7 @@ from torchneuron.estimate.scheduler import Kernel, Schedule, list_schedule
 from torchneuron.passes.assign_engines import assign_engines, read_engines
 from torchneuron.passes.dataflow import ARGUMENT, Dataflow, main_function
 from torchneuron.passes.fuse_kernels import plan_kernels, read_kernels
-from torchneuron.target import engines, hardware
+from torchneuron.target import dtypes, engines, hardware
 from torchneuron.target.engines import (
     DMA_ENGINE,
     GPSIMD_ENGINE,
@@ -86,7 +86,8 @@ def tensor_engine_flops(chip: ChipSpec, dtype: str) -> float:
     rates = chip.tensor_engine.tflops_per_core
     if dtype in rates:
         return rates[dtype] * 1e12
-    _, itemsize = _dtype_size(dtype)
+    row = dtypes.BY_NAME.get(dtype)
+    itemsize = row.itemsize if row is not None else 4
     if dtype.startswith("float8") or itemsize == 1:
         for key in ("float8", "mxfp8"):
             if key in rates:
@@ -94,13 +95,6 @@ def tensor_engine_flops(chip: ChipSpec, dtype: str) -> float:
     if itemsize == 2:
         return rates["bfloat16"] * 1e12
     return rates["float32"] * 1e12
-
-
-def _dtype_size(dtype: str) -> tuple[str, int]:
-    for name, size in engines.ELEMENT_TYPES.values():
-        if name == dtype:
-            return name, size
-    return dtype, 4
 
 
 def hbm_bytes_per_second(chip: ChipSpec, lnc: int) -> float:
@@ -586,7 +580,10 @@ def _multiplied_info(ref, info, views):
     return info
 
 
-_NARROW_FLOATS = ("bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")
+# The float formats a NEFF carries that are narrower than float32 (TensorE's inputs).
+_NARROW_FLOATS = frozenset(
+    row.name for row in dtypes.NEFF_DTYPES.values() if row.is_floating and row.itemsize < 4
+)
 
 
 def _external_source(ref, members, views):

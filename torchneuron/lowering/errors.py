@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import torch
 
 from torchneuron.errors import TorchNeuronError
+from torchneuron.target import dtypes
 
 
 class LoweringError(TorchNeuronError):
@@ -60,23 +61,12 @@ def describe_value(value: object) -> str:
     return type(value).__name__
 
 
-_SHORT_DTYPES = {
-    torch.float32: "f32",
-    torch.float64: "f64",
-    torch.float16: "f16",
-    torch.bfloat16: "bf16",
-    torch.int64: "i64",
-    torch.int32: "i32",
-    torch.int16: "i16",
-    torch.int8: "i8",
-    torch.uint8: "u8",
-    torch.bool: "bool",
-    torch.complex64: "c64",
-}
-
-
 def short_dtype(dtype: torch.dtype) -> str:
-    return _SHORT_DTYPES.get(dtype, str(dtype).removeprefix("torch."))
+    """The dtype table's short name (``f32``, ``bf16``, ``u8``); torch's name for dtypes the
+    table lacks."""
+    name = str(dtype).removeprefix("torch.")
+    row = dtypes.BY_NAME.get(name)
+    return row.short if row is not None else name
 
 
 def node_source(node: torch.fx.Node) -> str | None:

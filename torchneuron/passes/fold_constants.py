@@ -38,7 +38,6 @@ from torch_mlir._mlir_libs import _stablehlo
 
 from torchneuron.passes.context import PassContext
 from torchneuron.passes.ir_constants import (
-    ML_FLOAT_DTYPES,
     UnsupportedConstantError,
     elements_attr_to_numpy,
     is_float_dtype,
@@ -59,13 +58,15 @@ from torchneuron.passes.ir_utils import (
     static_tensor_type,
 )
 from torchneuron.passes.registry import Pass, register_pass
+from torchneuron.target import dtypes
 
-# Float types whose + - * / numpy rounds exactly as XLA does (bf16/f16 via one f32 rounding).
+# Float types of two bytes or more (f16, bf16, f32, f64): numpy rounds their + - * / exactly
+# as XLA does (bf16/f16 via one f32 rounding). The 1-byte formats are left to XLA.
 _ARITHMETIC_FLOATS = frozenset(
-    np.dtype(t) for t in (np.float16, ml_dtypes.bfloat16, np.float32, np.float64)
+    row.numpy for row in dtypes.ROWS if row.is_floating and row.itemsize >= 2
 )
 # Float types narrower than f32: values reach them through f32, so only one rounding is allowed.
-_NARROW_FLOATS = ML_FLOAT_DTYPES | {np.dtype(np.float16)}
+_NARROW_FLOATS = frozenset(row.numpy for row in dtypes.ROWS if row.is_floating and row.itemsize < 4)
 
 # (op, operand arrays, result dtype) -> result array, or None when folding would not be exact.
 Evaluator = Callable[[ir.Operation, list[np.ndarray], np.dtype], "np.ndarray | None"]
@@ -219,7 +220,7 @@ def _convert(op: ir.Operation, xs: list[np.ndarray], dtype: np.dtype) -> np.ndar
             return None  # int -> f32 would round before the final rounding
         if source == np.float64 and not _exactly_in_f32(x):
             return None  # f64 -> f32 -> narrow would round twice
-        if dtype.itemsize == 1 or dtype == np.dtype(ml_dtypes.float4_e2m1fn):
+        if dtype.itemsize == 1:  # fp8 and fp4
             wide = x.astype(np.float64)
             limit = float(ml_dtypes.finfo(dtype).max)
             if not np.all(np.isfinite(wide)) or np.any(np.abs(wide) > limit):

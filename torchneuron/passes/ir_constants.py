@@ -21,49 +21,23 @@ from __future__ import annotations
 
 import re
 
-import ml_dtypes
 import numpy as np
 from torch_mlir import ir
 
 from torchneuron.errors import TorchNeuronError
+from torchneuron.target import dtypes
 
-# MLIR element type (printed form) -> numpy dtype holding it bit-exactly.
+# MLIR element type (printed form, with its aliases) -> numpy dtype holding it bit-exactly:
+# every type of the dtype table but the complex ones, whose payloads the bindings cannot
+# hand out (see the module docstring).
 NUMPY_DTYPE_OF_ELEMENT_TYPE: dict[str, np.dtype] = {
-    "i1": np.dtype(np.bool_),
-    "i2": np.dtype(ml_dtypes.int2),
-    "i4": np.dtype(ml_dtypes.int4),
-    "i8": np.dtype(np.int8),
-    "i16": np.dtype(np.int16),
-    "i32": np.dtype(np.int32),
-    "i64": np.dtype(np.int64),
-    "si8": np.dtype(np.int8),
-    "si16": np.dtype(np.int16),
-    "si32": np.dtype(np.int32),
-    "si64": np.dtype(np.int64),
-    "ui2": np.dtype(ml_dtypes.uint2),
-    "ui4": np.dtype(ml_dtypes.uint4),
-    "ui8": np.dtype(np.uint8),
-    "ui16": np.dtype(np.uint16),
-    "ui32": np.dtype(np.uint32),
-    "ui64": np.dtype(np.uint64),
-    "f16": np.dtype(np.float16),
-    "bf16": np.dtype(ml_dtypes.bfloat16),
-    "f32": np.dtype(np.float32),
-    "f64": np.dtype(np.float64),
-    "f8E4M3FN": np.dtype(ml_dtypes.float8_e4m3fn),
-    "f8E5M2": np.dtype(ml_dtypes.float8_e5m2),
-    "f8E4M3FNUZ": np.dtype(ml_dtypes.float8_e4m3fnuz),
-    "f8E5M2FNUZ": np.dtype(ml_dtypes.float8_e5m2fnuz),
-    "f8E4M3B11FNUZ": np.dtype(ml_dtypes.float8_e4m3b11fnuz),
-    "f8E4M3": np.dtype(ml_dtypes.float8_e4m3),
-    "f8E3M4": np.dtype(ml_dtypes.float8_e3m4),
-    "f8E8M0FNU": np.dtype(ml_dtypes.float8_e8m0fnu),
-    "f4E2M1FN": np.dtype(ml_dtypes.float4_e2m1fn),
+    spelling: row.numpy for spelling, row in dtypes.BY_MLIR.items() if not row.is_complex
 }
 
-# Element types whose DenseElementsAttr supports the buffer protocol both ways.
+# Element types whose DenseElementsAttr supports the buffer protocol both ways: the
+# dtypes numpy itself has, in their signless spelling.
 _BUFFER_NATIVE_ELEMENT_TYPES = frozenset(
-    ["i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64", "f16", "f32", "f64"]
+    row.mlir for row in dtypes.ROWS if not row.from_ml_dtypes and not row.is_complex
 )
 
 # One printed literal: bool, hex bit pattern, or decimal number.
@@ -143,21 +117,7 @@ def _decode_scalars(tokens: list[str], dtype: np.dtype) -> np.ndarray:
 
 
 # Float types numpy lacks (ml_dtypes provides them), all narrower than float32.
-ML_FLOAT_DTYPES = frozenset(
-    np.dtype(t)
-    for t in (
-        ml_dtypes.bfloat16,
-        ml_dtypes.float8_e4m3fn,
-        ml_dtypes.float8_e5m2,
-        ml_dtypes.float8_e4m3fnuz,
-        ml_dtypes.float8_e5m2fnuz,
-        ml_dtypes.float8_e4m3b11fnuz,
-        ml_dtypes.float8_e4m3,
-        ml_dtypes.float8_e3m4,
-        ml_dtypes.float8_e8m0fnu,
-        ml_dtypes.float4_e2m1fn,
-    )
-)
+ML_FLOAT_DTYPES = dtypes.ml_float_dtypes()
 
 
 def is_float_dtype(dtype: np.dtype) -> bool:
@@ -166,8 +126,14 @@ def is_float_dtype(dtype: np.dtype) -> bool:
     return dtype.kind == "f" or dtype in ML_FLOAT_DTYPES
 
 
-_SUB_BYTE_SIGNED = frozenset([np.dtype(ml_dtypes.int4), np.dtype(ml_dtypes.int2)])
-_SUB_BYTE_UNSIGNED = frozenset([np.dtype(ml_dtypes.uint4), np.dtype(ml_dtypes.uint2)])
+# Integers narrower than a byte (ml_dtypes int4/int2, uint4/uint2): stored one per byte,
+# and they travel as the byte-wide integer of their signedness (their carrier).
+_SUB_BYTE_SIGNED = frozenset(
+    row.numpy for row in dtypes.ROWS if row.carrier == "int8" and not row.is_floating
+)
+_SUB_BYTE_UNSIGNED = frozenset(
+    row.numpy for row in dtypes.ROWS if row.carrier == "uint8" and not row.is_floating
+)
 
 
 def _from_hex(hex_digits: str, dtype: np.dtype, shape: list[int]) -> np.ndarray:

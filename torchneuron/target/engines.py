@@ -20,6 +20,8 @@ choice: nothing is fused into it and it is costed at GpSimd's rate.
 
 from __future__ import annotations
 
+from torchneuron.target import dtypes
+
 TENSOR_ENGINE = "TensorE"
 VECTOR_ENGINE = "VectorE"
 SCALAR_ENGINE = "ScalarE"
@@ -120,31 +122,14 @@ def default_engine(name: str) -> str | None:
     return KIND_ENGINE.get(op_kind(name))
 
 
-# MLIR element type -> torch-style dtype name, as hardware.py's throughput tables spell them.
-ELEMENT_TYPES = {
-    "f32": ("float32", 4),
-    "f64": ("float64", 8),
-    "f16": ("float16", 2),
-    "bf16": ("bfloat16", 2),
-    "f8E4M3FN": ("float8_e4m3fn", 1),
-    "f8E5M2": ("float8_e5m2", 1),
-    "f8E4M3FNUZ": ("float8_e4m3fnuz", 1),
-    "f8E5M2FNUZ": ("float8_e5m2fnuz", 1),
-    "i64": ("int64", 8),
-    "ui64": ("uint64", 8),
-    "i32": ("int32", 4),
-    "ui32": ("uint32", 4),
-    "i16": ("int16", 2),
-    "ui16": ("uint16", 2),
-    "i8": ("int8", 1),
-    "ui8": ("uint8", 1),
-    "i4": ("int4", 1),
-    "i1": ("bool", 1),
-    "complex<f32>": ("complex64", 8),
-    "complex<f64>": ("complex128", 16),
-}
-
-
 def element_type(mlir_element: str) -> tuple[str, int]:
-    """``(dtype name, bytes per element)`` of an MLIR element type; unknown types count 4 bytes."""
-    return ELEMENT_TYPES.get(mlir_element, (mlir_element, 4))
+    """``(dtype name, bytes per element)`` of an MLIR element type, from the dtype table.
+
+    The name is the table's (torch's) name, as hardware.py's throughput tables spell
+    them. Types the table lacks count 4 bytes under their MLIR spelling (an estimate
+    must not fail on an exotic type; 4 bytes is the common width).
+    """
+    row = dtypes.from_mlir(mlir_element)
+    if row is None:
+        return mlir_element, 4
+    return row.name, row.itemsize
