@@ -4,6 +4,7 @@ their errors hang off the one error root."""
 from __future__ import annotations
 
 import json
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -76,6 +77,7 @@ def test_out_of_memory_error_is_torchs_and_ours():
     assert NeuronOutOfMemoryError.__qualname__ == "NeuronOutOfMemoryError"
     error = out_of_memory("no room")
     assert type(error) is NeuronOutOfMemoryError and str(error) == "no room"
+    assert type(pickle.loads(pickle.dumps(error))) is NeuronOutOfMemoryError
 
 
 def test_errors_share_the_root():
