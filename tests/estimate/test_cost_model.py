@@ -17,11 +17,8 @@ from __future__ import annotations
 
 import pytest
 
-from torchneuron.estimate.cost_model import (
-    estimate,
-    hbm_bytes_per_second,
-    tensor_engine_flops,
-)
+from torchneuron.estimate.cost_model import estimate
+from torchneuron.estimate.engine_cost import hbm_bytes_per_second, tensor_engine_flops
 from torchneuron.passes import parse_module
 from torchneuron.target import hardware
 

@@ -1,6 +1,8 @@
 """estimate layer: compile-time analyses of an optimized program on one logical core.
 
-- ``cost_model``: per-kernel engine time, HBM traffic, MFU (``estimate``).
+- ``cost_model``: the program-level estimate (``estimate``): latency, HBM traffic, MFU.
+- ``kernel_cost``: each kernel's engine time, HBM traffic and SBUF (ops charged to kernels).
+- ``engine_cost``: engine and memory rates of a logical core, and the matmul tiling formula.
 - ``scheduler``: the list schedule of kernels over engines (``Schedule``), stored in the NEFF.
 - ``memory_plan``: liveness-based HBM plan of a program's buffers.
 
