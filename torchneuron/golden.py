@@ -1,7 +1,8 @@
 """Golden-IR checks: has what runs on the chip changed?
 
-A *golden* is a folder of normalized text files, one per compiler stage of one
-program, plus a summary of its NEFF:
+A *golden* is a folder of normalized text files, one per stage of one
+program (named by the stage table's golden column, compiler/stages.py), plus a
+summary of its NEFF:
 
     fx.txt          the ATen FX graph the lowering starts from
     torch.mlir      torch-mlir's backend-contract torch dialect
@@ -39,17 +40,16 @@ from typing import Any
 
 import torch
 
-STAGE_FILES = {
-    "fx": "fx.txt",
-    "torch": "torch.mlir",
-    "stablehlo": "stablehlo.mlir",
-    "optimized": "optimized.mlir",
-    "neff": "neff.json",
-}
-UPDATE_ENV_VAR = "TORCHNEURON_UPDATE_GOLDENS"
+from torchneuron import settings
+from torchneuron.compiler.stages import TABLE
+from torchneuron.errors import TorchNeuronError
+
+# Golden file name of each stage, from the stage table (compiler/stages.py).
+STAGE_FILES = {stage.name: stage.golden for stage in TABLE}
+UPDATE_ENV_VAR = settings.UPDATE_GOLDENS
 
 
-class GoldenError(RuntimeError):
+class GoldenError(TorchNeuronError):
     """A golden check could not be run (no goldens yet, unreadable program, bad options)."""
 
 
@@ -57,7 +57,7 @@ class GoldenUpdated(UserWarning):
     """Goldens were rewritten on request (``TORCHNEURON_UPDATE_GOLDENS=1``); the message is the diff."""
 
 
-class GoldenMismatch(AssertionError):
+class GoldenMismatch(TorchNeuronError, AssertionError):
     """The compiled program differs from its goldens; ``str()`` holds the unified diffs."""
 
     def __init__(self, result: GoldenResult):
@@ -129,12 +129,13 @@ def golden_artifacts(
         output_names=graph.output_names,
         use_cache=False,
     )
+    normalizers = {
+        "fx": normalize_fx,
+        "neff": lambda _: neff_summary(read_neff(compiled.neff), weight_digests),
+    }
     texts = {
-        STAGE_FILES["fx"]: normalize_fx(compiled.artifacts["fx"]),
-        STAGE_FILES["torch"]: normalize_mlir(compiled.artifacts["torch"]),
-        STAGE_FILES["stablehlo"]: normalize_mlir(compiled.artifacts["stablehlo"]),
-        STAGE_FILES["optimized"]: normalize_mlir(compiled.artifacts["optimized"]),
-        STAGE_FILES["neff"]: neff_summary(read_neff(compiled.neff), weight_digests),
+        STAGE_FILES[name]: normalizers.get(name, normalize_mlir)(compiled.artifacts[name])
+        for name in STAGE_FILES
     }
     return texts
 
@@ -308,7 +309,7 @@ def update(
 
 def update_requested() -> bool:
     """Whether ``TORCHNEURON_UPDATE_GOLDENS`` asks tests to refresh goldens."""
-    return os.environ.get(UPDATE_ENV_VAR, "0").strip().lower() not in ("", "0", "false", "no")
+    return settings.env_flag(UPDATE_ENV_VAR)
 
 
 def assert_golden(

@@ -30,11 +30,12 @@ import numpy as np
 import torch
 
 from torchneuron.compiler.cache import NeffCache, get_default_cache, key_for
+from torchneuron.errors import TorchNeuronError
 
 _PLACEHOLDER_NAME = re.compile(r"arg(\d+)_1")
 
 
-class OpCompileError(RuntimeError):
+class OpCompileError(TorchNeuronError):
     """An op could not be traced or compiled for the device; ``reason`` says why."""
 
     def __init__(self, op_name: str, reason: str, unsupported: bool = False):

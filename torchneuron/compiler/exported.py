@@ -6,6 +6,7 @@ weights, so the compiled program needs only the user's inputs at run time.
 
 from __future__ import annotations
 
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,10 +15,11 @@ import torch.fx
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind, TensorArgument
 
+from torchneuron.errors import TorchNeuronError
 from torchneuron.lowering import LoweringError, decomposition_table
 
 
-class ProgramLoadError(RuntimeError):
+class ProgramLoadError(TorchNeuronError):
     """A file is not a loadable ``torch.export`` program."""
 
 
@@ -33,6 +35,11 @@ def load_exported_program(path: str | Path) -> ExportedProgram:
     path = Path(path)
     if not path.is_file():
         raise ProgramLoadError(f"{path}: no such file")
+    # torch.export.load logs a traceback of its own for a file that is no archive.
+    if not zipfile.is_zipfile(path):
+        raise ProgramLoadError(
+            f"{path}: not a torch.export program saved with torch.export.save (not a zip archive)"
+        )
     try:
         return torch.export.load(str(path))
     except Exception as exc:

@@ -3,6 +3,7 @@
 neuronc compile model.pt2 -o model.neff --target trn2
 neuronc compile model.pt2 --emit stablehlo
 neuronc compile model.pt2 -o m.neff --dump-dir dump/ --passes "canonicalize,cse" --print-ir-after-all
+neuronc compile --from stablehlo dump/m.stablehlo.mlir -o m.neff --weights dump/m.neff  # re-enter
 neuronc inspect model.neff
 neuronc run model.neff --input x=input.npy --output-dir out/
 neuronc profile model.neff -o trace.json      # Perfetto/Chrome trace, one lane per engine
@@ -19,52 +20,74 @@ from pathlib import Path
 
 import numpy as np
 
+from torchneuron.errors import TorchNeuronError, one_line
 
-class UsageError(Exception):
-    """Bad command-line input; printed as one line, exit status 2."""
+from .estimate import estimate_command
+from .usage import UsageError
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a bad command line as a ``UsageError`` (one line, no usage dump)."""
+
+    def error(self, message: str):
+        raise UsageError(message)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
+    """Run one command; every failure ends as one ``neuronc: error:`` line, never a traceback."""
     try:
+        args = _parser().parse_args(argv)
         return args.handler(args)
-    except UsageError as exc:
-        print(f"neuronc: error: {exc}", file=sys.stderr)
-        return 2
-    except Exception as exc:  # every failure ends as one clear message, never a traceback
-        from torchneuron.compiler.exported import ProgramLoadError
-        from torchneuron.lowering import LoweringError
-        from torchneuron.neff import NeffError
-        from torchneuron.passes import PassError
+    except UsageError as error:
+        return _fail(error, 2)
+    except (TorchNeuronError, OSError) as error:  # OSError: files the command opens or writes
+        return _fail(error, 1)
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
 
-        known = (ProgramLoadError, LoweringError, NeffError, PassError)
-        try:
-            from torchneuron.runtime import NeuronRuntimeError
 
-            known += (NeuronRuntimeError, MemoryError)
-        except ImportError:
-            pass
-        if isinstance(exc, known):
-            print(f"neuronc: error: {exc}", file=sys.stderr)
-            return 1
-        raise
+def _fail(error: BaseException | str, status: int) -> int:
+    text = error if isinstance(error, str) else one_line(error)
+    print(f"neuronc: error: {text}", file=sys.stderr)
+    return status
 
 
 def _parser() -> argparse.ArgumentParser:
-    from torchneuron.compiler.pipeline import STAGES, TARGETS
+    from torchneuron.compiler.pipeline import TARGETS
+    from torchneuron.compiler.stages import BY_NAME, REENTERABLE, STAGES
 
-    parser = argparse.ArgumentParser(prog="neuronc", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="neuronc", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
-    compile_cmd = commands.add_parser("compile", help="compile a torch.export program (.pt2)")
-    compile_cmd.add_argument("program", help="a program saved with torch.export.save")
+    compile_cmd = commands.add_parser(
+        "compile", help="compile a torch.export program (.pt2), or a stage's artifact (--from)"
+    )
+    compile_cmd.add_argument(
+        "program", help="a program saved with torch.export.save, or the --from stage's artifact"
+    )
     compile_cmd.add_argument("-o", "--output", help="where to write the NEFF")
     compile_cmd.add_argument("--target", choices=TARGETS, default="trn2")
     compile_cmd.add_argument(
+        "--from",
+        dest="from_stage",
+        choices=REENTERABLE,
+        help="PROGRAM is this stage's artifact (MLIR text, e.g. from --dump-dir); "
+        "compile it onward",
+    )
+    compile_cmd.add_argument(
+        "--weights",
+        metavar="NEFF",
+        help="with --from: a NEFF of the same program (the dump's <name>.neff) that holds "
+        "the weights' data and the names of arguments and outputs",
+    )
+    compile_cmd.add_argument(
         "--emit", choices=STAGES[:-1], help="print this stage's artifact and stop"
     )
-    compile_cmd.add_argument("--dump-dir", help="write every stage's artifact as <name>.<stage>")
+    compile_cmd.add_argument(
+        "--dump-dir",
+        help="write every stage's artifact as <name>."
+        + "|".join(dict.fromkeys(BY_NAME[s].suffix for s in STAGES)),
+    )
     compile_cmd.add_argument("--passes", help="pass pipeline (default: the -O pipeline)")
     compile_cmd.add_argument(
         "--print-ir-after-all", action="store_true", help="print the IR after every pass to stderr"
@@ -116,7 +139,7 @@ def _parser() -> argparse.ArgumentParser:
     estimate_cmd.add_argument("--passes", help="pass pipeline (default: the -O pipeline)")
     estimate_cmd.add_argument("--name", help="program name (default: the file's stem)")
     estimate_cmd.add_argument("--json", action="store_true", help="print the figures as JSON")
-    estimate_cmd.set_defaults(handler=_estimate)
+    estimate_cmd.set_defaults(handler=estimate_command)
 
     run_cmd = commands.add_parser("run", help="run a NEFF on an emulated NeuronCore")
     run_cmd.add_argument("neff")
@@ -155,26 +178,19 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _compile(args) -> int:
-    from torchneuron.compiler.exported import exported_graph, load_exported_program
-    from torchneuron.compiler.pipeline import compile_graph
-
     if args.emit is None and args.output is None:
         raise UsageError("compile needs -o/--output or --emit STAGE")
-    program_path = Path(args.program)
-    name = args.name or program_path.stem
-    graph = exported_graph(load_exported_program(program_path))
-    compiled = compile_graph(
-        graph.graph_module,
-        name=name,
-        target=args.target,
-        pipeline=args.passes,
-        weights=graph.weights,
-        weight_sources=graph.weight_sources,
-        output_names=graph.output_names,
-        stop_after=args.emit or "neff",
-        dump_dir=args.dump_dir,
-        print_ir_after_all=args.print_ir_after_all,
-        use_cache=False,
+    if args.weights and not args.from_stage:
+        raise UsageError("--weights goes with --from (a .pt2 program holds its weights)")
+    options = {
+        "target": args.target,
+        "pipeline": args.passes,
+        "stop_after": args.emit or "neff",
+        "dump_dir": args.dump_dir,
+        "print_ir_after_all": args.print_ir_after_all,
+    }
+    compiled = (
+        _compile_artifact(args, options) if args.from_stage else _compile_program(args, options)
     )
     if args.emit:
         sys.stdout.write(compiled.artifacts[args.emit])
@@ -192,6 +208,41 @@ def _compile(args) -> int:
     return 0
 
 
+def _compile_program(args, options: dict):
+    from torchneuron.compiler.exported import exported_graph, load_exported_program
+    from torchneuron.compiler.pipeline import compile_graph
+
+    program_path = Path(args.program)
+    graph = exported_graph(load_exported_program(program_path))
+    return compile_graph(
+        graph.graph_module,
+        name=args.name or program_path.stem,
+        weights=graph.weights,
+        weight_sources=graph.weight_sources,
+        output_names=graph.output_names,
+        use_cache=False,
+        **options,
+    )
+
+
+def _compile_artifact(args, options: dict):
+    from torchneuron.compiler.pipeline import compile_artifact, inputs_from_neff
+    from torchneuron.compiler.stages import BY_NAME
+    from torchneuron.neff import read_neff
+
+    path = Path(args.program)
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not MLIR text (--from {args.from_stage})") from None
+    # The dump's own name: mlp.stablehlo.mlir -> mlp.
+    name = args.name or path.name.removesuffix(f".{BY_NAME[args.from_stage].suffix}")
+    if name == path.name:
+        name = path.stem
+    given = inputs_from_neff(read_neff(args.weights)) if args.weights else {}
+    return compile_artifact(text, args.from_stage, where=str(path), name=name, **given, **options)
+
+
 def _inspect(args) -> int:
     from torchneuron.neff import describe, read_neff
 
@@ -207,8 +258,6 @@ def _inspect(args) -> int:
 
 
 def _profile(args) -> int:
-    import os
-
     from torchneuron import profiler
     from torchneuron.compiler import tensors
     from torchneuron.neff import read_neff
@@ -217,13 +266,7 @@ def _profile(args) -> int:
         raise UsageError(f"--iterations must be at least 1, got {args.iterations}")
     neff = read_neff(args.neff)
     manifest = neff.manifest
-    # Profile on the chip the NEFF was built for, unless the environment says otherwise.
-    from torchneuron.target.topology import LNC_VAR, TARGET_VAR
-
-    if "target" in manifest and TARGET_VAR not in os.environ:
-        os.environ[TARGET_VAR] = str(manifest["target"])
-        if "lnc" in manifest and LNC_VAR not in os.environ:
-            os.environ[LNC_VAR] = str(manifest["lnc"])
+    _use_chip_of(manifest)
     from torchneuron.runtime import load_neff
 
     loaded = load_neff(neff, core=args.core, executor="xla" if args.execute else "null")
@@ -247,97 +290,19 @@ def _profile(args) -> int:
     return 0
 
 
-def _estimate(args) -> int:
-    import json
-    import time
+def _use_chip_of(manifest: dict) -> None:
+    """Emulate the chip (and LNC) the NEFF was built for, unless the user's environment
+    names a chip; the user's own settings keep precedence."""
+    from torchneuron import settings
+    from torchneuron.target.topology import build_topology, environment, set_topology
 
-    from torchneuron.compiler.exported import exported_graph, load_exported_program
-    from torchneuron.compiler.pipeline import compile_graph, logical_core_size
-    from torchneuron.estimate.cost_model import estimate_text
-    from torchneuron.target import hardware
-
-    targets = args.target or ["trn2"]
-    if len(set(targets)) != len(targets):
-        raise UsageError(f"--target given twice: {', '.join(targets)}")
-    program_path = Path(args.program)
-    graph = exported_graph(load_exported_program(program_path))
-    start = time.perf_counter()
-    # Everything up to the optimized program is the same for every target.
-    compiled = compile_graph(
-        graph.graph_module,
-        name=args.name or program_path.stem,
-        target=targets[0],
-        pipeline=args.passes,
-        weights=graph.weights,
-        weight_sources=graph.weight_sources,
-        output_names=graph.output_names,
-        stop_after="optimized",
-        use_cache=False,
-    )
-    compile_seconds = time.perf_counter() - start
-    columns = {}
-    for target in targets:
-        lnc = args.lnc or logical_core_size(target)
-        start = time.perf_counter()
-        schedule = estimate_text(compiled.artifacts["optimized"], target, lnc)
-        seconds = time.perf_counter() - start
-        capacity = hardware.chip(target).hbm_bytes_per_logical_core(lnc)
-        columns[target] = {
-            **schedule.summary(),
-            "lnc": lnc,
-            "hbm_capacity_bytes": capacity,
-            "fits": schedule.memory.peak_hbm_bytes <= capacity,
-            "estimate_seconds": round(seconds, 4),
-        }
-    if args.json:
-        report = {
-            "program": str(program_path),
-            "compile_seconds": round(compile_seconds, 3),
-            "targets": columns,
-        }
-        print(json.dumps(report, indent=2, sort_keys=True))
-        return 0
-    print(_estimate_table(columns))
-    print(
-        f"(lowering and passes {compile_seconds:.2f} s; estimates from the cost model, "
-        "not measurements; peak HBM excludes the serialized program)"
-    )
-    return 0
-
-
-def _estimate_table(columns: dict[str, dict]) -> str:
-    from torchneuron.runtime.memory import format_bytes
-    from torchneuron.target.engines import ENGINES
-
-    def latency(c):
-        return f"{c['latency_us']:.3f} us"
-
-    rows = [
-        ("logical core", lambda c: f"LNC={c['lnc']}"),
-        ("estimated latency", latency),
-        ("MFU", lambda c: f"{100 * c['mfu']:.1f}%"),
-        *[
-            (f"{engine} busy", lambda c, e=engine: f"{c['engine_busy_percent'].get(e, 0.0):.1f}%")
-            for engine in ENGINES
-        ],
-        ("HBM traffic", lambda c: format_bytes(c["hbm_bytes"])),
-        ("peak HBM", lambda c: format_bytes(c["peak_hbm_bytes"])),
-        ("HBM per core", lambda c: format_bytes(c["hbm_capacity_bytes"])),
-        ("fits", lambda c: "yes" if c["fits"] else "NO"),
-        ("weights", lambda c: format_bytes(c["weights_bytes"])),
-        ("matmul FLOPs", lambda c: f"{c['flops']:.3e}"),
-        ("kernels", lambda c: str(c["kernels"])),
-        ("estimate took", lambda c: f"{c['estimate_seconds'] * 1e3:.1f} ms"),
-    ]
-    names = list(columns)
-    label_width = max(len(label) for label, _ in rows)
-    cells = [[render(columns[name]) for name in names] for _, render in rows]
-    widths = [max(len(name), *(len(row[i]) for row in cells)) for i, name in enumerate(names)]
-    lines = [f"{'':<{label_width}}  " + "  ".join(f"{n:>{w}}" for n, w in zip(names, widths))]
-    for (label, _), row in zip(rows, cells):
-        values = "  ".join(f"{v:>{w}}" for v, w in zip(row, widths))
-        lines.append(f"{label:<{label_width}}  {values}")
-    return "\n".join(lines)
+    user = environment()
+    if "target" not in manifest or settings.TARGET in user:
+        return
+    values = {settings.TARGET: str(manifest["target"])}
+    if "lnc" in manifest:
+        values[settings.LNC] = str(manifest["lnc"])
+    set_topology(build_topology(values | user))
 
 
 def _run(args) -> int:

@@ -1,0 +1,124 @@
+"""The compiled program's @main: its signature, and its serialization for the NEFF.
+
+Arguments of ``func.func @main`` carry ``neuron.weight = "<name>"`` (data stored in the
+NEFF) or ``neuron.input = "<name>"`` (supplied at run time); ``signature_of`` reads
+them with each argument's shape and dtype. ``portable_artifact`` writes the program as
+the StableHLO portable artifact the executor reads, without our bookkeeping attributes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from torch_mlir import ir
+
+from torchneuron.lowering.errors import DynamicShapeError, LoweringError
+from torchneuron.target import dtypes
+
+from .versions import stablehlo_target_version
+
+WEIGHT_ATTR = "neuron.weight"
+INPUT_ATTR = "neuron.input"
+# Discardable attributes of ours that stay out of the serialized program.
+ANNOTATION_ATTRS = ("neuron.kernel", "neuron.engine", "neuron.activation")
+
+
+def main_function(module: ir.Module):
+    for op in module.body.operations:
+        if (
+            op.operation.name == "func.func"
+            and ir.StringAttr(op.attributes["sym_name"]).value == "main"
+        ):
+            return op
+    raise LoweringError("the lowered module has no func.func @main")
+
+
+def mark_arguments(module: ir.Module, marks: list[tuple[str, str]]) -> None:
+    """Name every @main argument: ``marks[i]`` is ``(kind, name)``, kind weight or input."""
+    func = main_function(module)
+    with module.context:
+        attrs = [
+            ir.DictAttr.get(
+                {WEIGHT_ATTR if kind == "weight" else INPUT_ATTR: ir.StringAttr.get(name)}
+            )
+            for kind, name in marks
+        ]
+        func.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+
+
+def signature_of(module: ir.Module) -> tuple[list[dict], list[dict]]:
+    """Arguments (name, kind, shape, dtype) and results (shape, dtype) of @main.
+
+    An argument without a mark is input ``input<i>``.
+    """
+    func = main_function(module)
+    function_type = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+    arg_attrs = func.attributes["arg_attrs"] if "arg_attrs" in func.attributes else None
+    arguments = []
+    for i, arg_type in enumerate(function_type.inputs):
+        name, kind = f"input{i}", "input"
+        if arg_attrs is not None:
+            attrs = ir.DictAttr(ir.ArrayAttr(arg_attrs)[i])
+            if WEIGHT_ATTR in attrs:
+                name, kind = ir.StringAttr(attrs[WEIGHT_ATTR]).value, "weight"
+            elif INPUT_ATTR in attrs:
+                name = ir.StringAttr(attrs[INPUT_ATTR]).value
+        arguments.append({"name": name, "kind": kind, **_tensor_type(arg_type, f"argument {i}")})
+    results = [_tensor_type(t, f"result {i}") for i, t in enumerate(function_type.results)]
+    return arguments, results
+
+
+def _tensor_type(mlir_type: ir.Type, what: str) -> dict:
+    tensor_type = ir.RankedTensorType(mlir_type)
+    if not tensor_type.has_static_shape:
+        raise DynamicShapeError(f"{what} of @main has a dynamic shape: {mlir_type}")
+    element = str(tensor_type.element_type)
+    row = dtypes.from_mlir(element)
+    if row is None or not row.in_neff:
+        raise LoweringError(f"{what} of @main has element type {element}, not supported")
+    return {"shape": list(tensor_type.shape), "dtype": row.name}
+
+
+def spec(entry: dict) -> dict:
+    return {"name": entry["name"], "shape": list(entry["shape"]), "dtype": entry["dtype"]}
+
+
+def size_bytes(entry: dict) -> int:
+    count = int(np.prod(entry["shape"], dtype=np.int64)) if entry["shape"] else 1
+    return count * dtypes.NEFF_DTYPES[entry["dtype"]].itemsize
+
+
+def portable_artifact(module: ir.Module) -> bytes:
+    """The module as a StableHLO portable artifact the executor's jaxlib can read."""
+    from torch_mlir._mlir_libs import _stablehlo
+
+    func = main_function(module)
+    text = str(module)
+    if "arg_attrs" in func.attributes or any(name in text for name in ANNOTATION_ATTRS):
+        # Our argument attributes and kernel/engine annotations are bookkeeping (the
+        # schedule is stored beside the program), not part of the portable program.
+        clone = ir.Module.parse(text, module.context)
+        clone_main = main_function(clone)
+        if "arg_attrs" in clone_main.attributes:
+            del clone_main.attributes["arg_attrs"]
+        strip_annotations(clone)
+        text = str(clone)
+    try:
+        return _stablehlo.serialize_portable_artifact_str(text, stablehlo_target_version())
+    except Exception as exc:
+        raise LoweringError(
+            f"could not serialize the program as a StableHLO {stablehlo_target_version()} "
+            f"portable artifact: {exc}"
+        ) from None
+
+
+def strip_annotations(module: ir.Module) -> None:
+    """Delete our discardable scheduling attributes from every operation of ``module``."""
+
+    def strip(op) -> ir.WalkResult:
+        attributes = op.operation.attributes
+        for name in ANNOTATION_ATTRS:
+            if name in attributes:
+                del attributes[name]
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(strip)
