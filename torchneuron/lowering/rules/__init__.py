@@ -6,8 +6,10 @@ ops that do lower (it runs while the graph is traced, like a decomposition), and
 it returns ``NotImplemented`` for the cases it does not cover, which then take
 the op's ordinary path (a decomposition, torch-mlir, or an ``UnsupportedOpError``).
 
-One module per family of ops: ``arithmetic``, ``convolution``, ``creation`` (factory ops), ``pooling``,
-``reductions``, ``indexing``, ``special`` (special functions), ``linalg``.
+One module per family of ops: ``arithmetic``, ``convolution``, ``creation`` (factory ops),
+``pooling``, ``reductions``, ``indexing``, ``special`` (special functions, a package with
+one module per family of functions), ``linalg`` (factorisations and solves of small
+matrices) and ``qr`` (Householder QR).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ def lowering_rules() -> dict[torch._ops.OpOverload, Rule]:
         indexing,
         linalg,
         pooling,
+        qr,
         reductions,
         special,
     )

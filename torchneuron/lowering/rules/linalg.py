@@ -10,7 +10,11 @@ sequence of tensor ops (one step per column, batched over leading dims):
 - LU with partial pivoting (the pivot is the first entry of largest magnitude,
   as LAPACK's ``getrf`` chooses, so factors and pivots match) ->
   ``linalg_lu_factor_ex``, ``linalg_lu``, ``lu_unpack``, ``linalg_lu_solve``,
-  ``linalg_inv_ex``, ``_linalg_solve_ex``, ``_linalg_slogdet``, ``linalg_det``.
+  ``linalg_inv_ex``, ``_linalg_solve_ex``, ``_linalg_slogdet``, ``linalg_det``;
+- scaling and squaring of a Taylor polynomial -> ``linalg_matrix_exp``.
+
+QR by Householder reflections lives in ``qr`` (it shares ``is_small`` and
+``adjoint`` from here).
 
 ``info`` outputs report a zero pivot / non-positive-definite minor like LAPACK;
 ``_linalg_check_errors`` (which raises on the CPU) has no device equivalent and
@@ -29,7 +33,7 @@ aten = torch.ops.aten
 UNROLL_LIMIT = 32  # largest matrix dimension unrolled
 
 
-def _small(*matrices: torch.Tensor) -> bool:
+def is_small(*matrices: torch.Tensor) -> bool:
     return all(
         m.dim() >= 2
         and max(m.shape[-1], m.shape[-2]) <= UNROLL_LIMIT
@@ -38,7 +42,7 @@ def _small(*matrices: torch.Tensor) -> bool:
     )
 
 
-def _adjoint(m: torch.Tensor) -> torch.Tensor:
+def adjoint(m: torch.Tensor) -> torch.Tensor:
     return m.transpose(-2, -1)
 
 
@@ -107,10 +111,10 @@ def _cholesky_lower(a: torch.Tensor):
 @lowering_rule(aten.linalg_cholesky_ex.default)
 def linalg_cholesky_ex(self, *, upper=False, check_errors=False):
     # A = L L^T, column by column; upper -> L^T
-    if not _small(self) or self.shape[-1] != self.shape[-2]:
+    if not is_small(self) or self.shape[-1] != self.shape[-2]:
         return NotImplemented
     lower, info = _cholesky_lower(self)
-    return (_adjoint(lower) if upper else lower), info
+    return (adjoint(lower) if upper else lower), info
 
 
 @lowering_rule(aten.cholesky.default)
@@ -142,7 +146,7 @@ def _solve_triangular(a, b, upper: bool, left: bool, unit: bool):
     # upper systems are lower ones with rows and columns reversed; right-side X A = B
     # is A^T X^T = B^T
     if not left:
-        return _adjoint(_solve_triangular(_adjoint(a), _adjoint(b), not upper, True, unit))
+        return adjoint(_solve_triangular(adjoint(a), adjoint(b), not upper, True, unit))
     if upper:
         flipped = _solve_lower_left(a.flip(-1, -2), b.flip(-2), unit)
         return flipped.flip(-2)
@@ -157,7 +161,7 @@ def _broadcast_batch(a: torch.Tensor, b: torch.Tensor):
 @lowering_rule(aten.linalg_solve_triangular.default)
 def linalg_solve_triangular(self, B, *, upper, left=True, unitriangular=False):
     # substitution, one row of X per step
-    if not _small(self, B):
+    if not is_small(self, B):
         return NotImplemented
     a, b = _broadcast_batch(self, B)
     return _solve_triangular(a, b.to(a.dtype), upper, left, unitriangular)
@@ -166,25 +170,25 @@ def linalg_solve_triangular(self, B, *, upper, left=True, unitriangular=False):
 @lowering_rule(aten.triangular_solve.default)
 def triangular_solve(self, A, upper=True, transpose=False, unitriangular=False):
     # triangular_solve(B, A) -> (solve_triangular(op(A), B), A)
-    if not _small(self, A):
+    if not is_small(self, A):
         return NotImplemented
     a, b = _broadcast_batch(A, self)
     if transpose:
-        a, upper = _adjoint(a), not upper
+        a, upper = adjoint(a), not upper
     return _solve_triangular(a, b, upper, True, unitriangular), A.clone()
 
 
 def _cholesky_solve(b, factor, upper):
-    lower = _adjoint(factor) if upper else factor
+    lower = adjoint(factor) if upper else factor
     lower, b = _broadcast_batch(lower, b)
     y = _solve_triangular(lower, b, False, True, False)
-    return _solve_triangular(_adjoint(lower), y, True, True, False)
+    return _solve_triangular(adjoint(lower), y, True, True, False)
 
 
 @lowering_rule(aten.cholesky_solve.default)
 def cholesky_solve(self, input2, upper=False):
     # L L^T X = B -> L Y = B, L^T X = Y
-    if not _small(self, input2):
+    if not is_small(self, input2):
         return NotImplemented
     return _cholesky_solve(self, input2, upper)
 
@@ -192,7 +196,7 @@ def cholesky_solve(self, input2, upper=False):
 @lowering_rule(aten.cholesky_inverse.default)
 def cholesky_inverse(self, upper=False):
     # (L L^T)^-1 = cholesky_solve(I, L)
-    if not _small(self):
+    if not is_small(self):
         return NotImplemented
     return _cholesky_solve(_eye_like(self, self.shape[-1]), self, upper)
 
@@ -266,7 +270,7 @@ def _unpack(lu: torch.Tensor, pivots: torch.Tensor):
 @lowering_rule(aten.linalg_lu_factor_ex.default)
 def linalg_lu_factor_ex(A, *, pivot=True, check_errors=False):
     # Gaussian elimination with partial pivoting, one column per step
-    if not pivot or not _small(A):
+    if not pivot or not is_small(A):
         return NotImplemented
     return _lu(A)
 
@@ -274,7 +278,7 @@ def linalg_lu_factor_ex(A, *, pivot=True, check_errors=False):
 @lowering_rule(aten.linalg_lu.default)
 def linalg_lu(A, *, pivot=True):
     # linalg_lu -> lu_unpack(lu_factor(A))
-    if not pivot or not _small(A):
+    if not pivot or not is_small(A):
         return NotImplemented
     lu, pivots, _ = _lu(A)
     return _unpack(lu, pivots)
@@ -283,7 +287,7 @@ def linalg_lu(A, *, pivot=True):
 @lowering_rule(aten.lu_unpack.default)
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     # P, L, U from the packed factors and the sequential row swaps
-    if not unpack_data or not unpack_pivots or not _small(LU_data):
+    if not unpack_data or not unpack_pivots or not is_small(LU_data):
         return NotImplemented
     return _unpack(LU_data, LU_pivots)
 
@@ -292,7 +296,7 @@ def _lu_solve(lu, pivots, b, left=True, adjoint=False):
     m = lu.shape[-1]
     if not left:
         # X A = B  <=>  A^T X^T = B^T
-        return _adjoint(_lu_solve(lu, pivots, _adjoint(b), True, not adjoint))
+        return adjoint(_lu_solve(lu, pivots, adjoint(b), True, not adjoint))
     lu, b = _broadcast_batch(lu, b)
     perm = _permutation_of(pivots, m).expand(*lu.shape[:-2], m)
     if not adjoint:
@@ -301,8 +305,8 @@ def _lu_solve(lu, pivots, b, left=True, adjoint=False):
         y = _solve_triangular(lu, permuted, False, True, True)
         return _solve_triangular(lu, y, True, True, False)
     # A^T = U^T L^T P^T: U^T Y = B, L^T Z = Y, X = P Z
-    y = _solve_triangular(_adjoint(lu), b, False, True, False)
-    z = _solve_triangular(_adjoint(lu), y, True, True, True)
+    y = _solve_triangular(adjoint(lu), b, False, True, False)
+    z = _solve_triangular(adjoint(lu), y, True, True, True)
     inverse = torch.argsort(perm, dim=-1)
     return torch.gather(z, -2, inverse.unsqueeze(-1).expand(z.shape))
 
@@ -310,7 +314,7 @@ def _lu_solve(lu, pivots, b, left=True, adjoint=False):
 @lowering_rule(aten.linalg_lu_solve.default)
 def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False):
     # permute, then two triangular solves
-    if not _small(LU, B):
+    if not is_small(LU, B):
         return NotImplemented
     return _lu_solve(LU, pivots, B.to(LU.dtype), left, adjoint)
 
@@ -318,7 +322,7 @@ def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False):
 @lowering_rule(aten.linalg_inv_ex.default)
 def linalg_inv_ex(A, *, check_errors=False):
     # A^-1 = lu_solve(lu(A), I)
-    if not _small(A) or A.shape[-1] != A.shape[-2]:
+    if not is_small(A) or A.shape[-1] != A.shape[-2]:
         return NotImplemented
     lu, pivots, info = _lu(A)
     return _lu_solve(lu, pivots, _eye_like(A, A.shape[-1])), info
@@ -327,7 +331,7 @@ def linalg_inv_ex(A, *, check_errors=False):
 @lowering_rule(aten._linalg_solve_ex.default)
 def linalg_solve_ex(A, B, *, left=True, check_errors=False):
     # solve(A, B) -> lu_solve(lu(A), B); a vector B is a one-column matrix
-    if not _small(A) or A.shape[-1] != A.shape[-2]:
+    if not is_small(A) or A.shape[-1] != A.shape[-2]:
         return NotImplemented
     vector = B.dim() == 1 or (B.dim() == A.dim() - 1 and B.shape == A.shape[:-1])
     matrix = B.unsqueeze(-1) if vector else B
@@ -349,7 +353,7 @@ def _determinant_parts(A):
 @lowering_rule(aten._linalg_slogdet.default)
 def linalg_slogdet(A):
     # sign = sign(perm) prod sign(u_ii); logabsdet = sum log |u_ii|
-    if not _small(A) or A.shape[-1] != A.shape[-2]:
+    if not is_small(A) or A.shape[-1] != A.shape[-2]:
         return NotImplemented
     lu, pivots, diagonal, permutation_sign = _determinant_parts(A)
     sign = permutation_sign * torch.prod(torch.sign(diagonal), dim=-1)
@@ -360,7 +364,7 @@ def linalg_slogdet(A):
 @lowering_rule(aten._linalg_det.default)
 def linalg_det_with_factors(A):
     # _linalg_det(A) -> (det, LU, pivots)
-    if not _small(A) or A.shape[-1] != A.shape[-2]:
+    if not is_small(A) or A.shape[-1] != A.shape[-2]:
         return NotImplemented
     lu, pivots, diagonal, permutation_sign = _determinant_parts(A)
     return permutation_sign * torch.prod(diagonal, dim=-1), lu, pivots
@@ -369,131 +373,10 @@ def linalg_det_with_factors(A):
 @lowering_rule(aten.linalg_det.default)
 def linalg_det(A):
     # det = sign(perm) prod u_ii
-    if not _small(A) or A.shape[-1] != A.shape[-2]:
+    if not is_small(A) or A.shape[-1] != A.shape[-2]:
         return NotImplemented
     _, _, diagonal, permutation_sign = _determinant_parts(A)
     return permutation_sign * torch.prod(diagonal, dim=-1)
-
-
-# -- QR by Householder reflections -------------------------------------------------------
-#
-# The reflectors are LAPACK's (geqrf/larfg): for column k, with alpha = a_kk and x the
-# entries below it, beta = -sign(alpha) ||(alpha, x)||, tau = (beta - alpha) / beta and
-# v = (1, x / (alpha - beta)); a zero x gives tau = 0. Same reflectors, same Q and R
-# (signs included) as the CPU, up to rounding.
-
-
-def _geqrf(a: torch.Tensor):
-    m, n = a.shape[-2], a.shape[-1]
-    rows = torch.arange(m, device=a.device)
-    columns = torch.arange(n, device=a.device)
-    packed = a
-    taus = []
-    for k in range(min(m, n)):
-        column = packed[..., :, k]
-        below = rows > k
-        alpha = column[..., k]
-        tail_norm = torch.sqrt(
-            torch.where(below, column * column, torch.zeros_like(column)).sum(-1)
-        )
-        norm = torch.sqrt(alpha * alpha + tail_norm * tail_norm)
-        beta = torch.where(alpha >= 0, -norm, norm)
-        trivial = tail_norm == 0
-        safe_beta = torch.where(trivial, torch.ones_like(beta), beta)
-        tau = torch.where(trivial, torch.zeros_like(beta), (beta - alpha) / safe_beta)
-        scale = torch.where(
-            trivial,
-            torch.zeros_like(beta),
-            1 / torch.where(trivial, torch.ones_like(beta), alpha - beta),
-        )
-        v = torch.where(
-            rows == k,
-            torch.ones_like(column),
-            torch.where(below, column * scale.unsqueeze(-1), torch.zeros_like(column)),
-        )
-        # H = I - tau v v^T applied to the columns right of k
-        projection = (v.unsqueeze(-1) * packed).sum(-2)  # [..., n]
-        update = (tau.unsqueeze(-1) * v).unsqueeze(-1) * projection.unsqueeze(-2)
-        trailing = (columns > k).unsqueeze(-2) & (rows >= k).unsqueeze(-1)
-        packed = torch.where(trailing, packed - update, packed)
-        new_column = torch.where(
-            rows == k,
-            torch.where(trivial, alpha, beta).unsqueeze(-1),
-            torch.where(below, v, column),
-        )
-        packed = torch.where((columns == k).unsqueeze(-2), new_column.unsqueeze(-1), packed)
-        taus.append(tau)
-    tau = torch.stack(taus, dim=-1) if taus else torch.zeros((*a.shape[:-2], 0), dtype=a.dtype)
-    return packed, tau
-
-
-def _apply_reflectors(
-    packed: torch.Tensor, tau: torch.Tensor, target: torch.Tensor
-) -> torch.Tensor:
-    """H_0 H_1 ... H_{k-1} target, the reflectors stored below the diagonal of ``packed``."""
-    m = packed.shape[-2]
-    rows = torch.arange(m, device=packed.device)
-    result = target
-    for k in reversed(range(tau.shape[-1])):
-        column = packed[..., :, k]
-        v = torch.where(
-            rows == k,
-            torch.ones_like(column),
-            torch.where(rows > k, column, torch.zeros_like(column)),
-        )
-        projection = (v.unsqueeze(-1) * result).sum(-2)
-        result = result - (tau[..., k].unsqueeze(-1) * v).unsqueeze(-1) * projection.unsqueeze(-2)
-    return result
-
-
-def _identity(like: torch.Tensor, rows: int, columns: int) -> torch.Tensor:
-    eye = torch.eye(rows, columns, dtype=like.dtype, device=like.device)
-    return eye.expand(*like.shape[:-2], rows, columns)
-
-
-@lowering_rule(aten.geqrf.default)
-def geqrf(self):
-    # Householder QR, reflectors packed below R, as LAPACK's geqrf
-    if not _small(self):
-        return NotImplemented
-    return _geqrf(self)
-
-
-@lowering_rule(aten.linalg_householder_product.default)
-def householder_product(input, tau):
-    # Q = H_0 ... H_{k-1}, first n columns
-    if not _small(input):
-        return NotImplemented
-    m, n = input.shape[-2], input.shape[-1]
-    return _apply_reflectors(input, tau, _identity(input, m, n))
-
-
-@lowering_rule(aten.ormqr.default)
-def ormqr(self, input2, input3, left=True, transpose=False):
-    # ormqr(reflectors, tau, C) -> op(Q) C or C op(Q), Q formed explicitly
-    if not _small(self, input3):
-        return NotImplemented
-    m = self.shape[-2]
-    q = _apply_reflectors(self, input2, _identity(self, m, m))
-    if transpose:
-        q = _adjoint(q)
-    return torch.matmul(q, input3) if left else torch.matmul(input3, q)
-
-
-@lowering_rule(aten.linalg_qr.default)
-def linalg_qr(A, mode="reduced"):
-    # A = Q R from the Householder reflectors
-    if not _small(A) or mode not in ("reduced", "complete", "r"):
-        return NotImplemented
-    m, n = A.shape[-2], A.shape[-1]
-    k = min(m, n)
-    packed, tau = _geqrf(A)
-    if mode == "r":
-        return torch.zeros(0, dtype=A.dtype, device=A.device), torch.triu(packed[..., :k, :])
-    columns = m if mode == "complete" else k
-    q = _apply_reflectors(packed, tau, _identity(A, m, columns))
-    r = torch.triu(packed[..., :columns, :])
-    return q, r
 
 
 # matrix_exp by scaling and squaring: exp(A) = exp(A / 2^s)^(2^s), with s chosen per
