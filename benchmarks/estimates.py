@@ -32,8 +32,8 @@ from torchneuron.compiler.exported import exported_graph
 from torchneuron.compiler.pipeline import compile_graph, logical_core_size
 from torchneuron.estimate.cost_model import estimate_text
 from torchneuron.lowering import decomposition_table
-from torchneuron.runtime.memory import format_bytes
 from torchneuron.target import hardware
+from torchneuron.target.topology import format_bytes
 from torchneuron.zoo import GPTBlockLM
 
 TARGETS = ("trn2", "trn3")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from torchneuron.runtime.memory import format_bytes
+from torchneuron.target.topology import format_bytes
 
 # Each buffer starts at a multiple of this (the runtime's allocation granularity, memory.py).
 BUFFER_ALIGNMENT = 512
