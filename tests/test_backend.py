@@ -8,6 +8,9 @@ import torch
 
 from torchneuron import backend as backend_module
 from torchneuron.compiler.pipeline import clear_memory_cache, compile_graph
+from torchneuron.lru import LRU
+from torchneuron.settings import SettingsError
+from torchneuron.target import topology
 from torchneuron.zoo import ZOO
 
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")
@@ -108,6 +111,35 @@ def test_unlowerable_op_falls_back_to_cpu_with_warning(monkeypatch):
     torch.testing.assert_close(actual, _unlowerable(x))
 
 
+@pytest.mark.parametrize("word", ["false", "0", "off", ""])
+def test_no_fallback_switched_off_in_any_spelling_allows_fallback(monkeypatch, word):
+    # One set of switch words for eager and compile mode: "false" is off here too.
+    monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", word)
+    monkeypatch.setattr(backend_module, "_COMPILED_FRAMES", LRU(capacity=128))  # compile anew
+    assert not backend_module.fallback_disabled()
+    x = torch.randn(4, 4)
+    with pytest.warns(UserWarning, match="runs on the CPU"):
+        actual = torch.compile(_unlowerable, backend="neuron")(x)
+    torch.testing.assert_close(actual, _unlowerable(x))
+
+
+def test_a_malformed_no_fallback_switch_is_an_error_naming_it(monkeypatch):
+    monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "maybe")
+    with pytest.raises(SettingsError, match="TORCHNEURON_NO_FALLBACK"):
+        backend_module.fallback_disabled()
+
+
+def test_the_default_target_is_the_topology_s_in_any_case(monkeypatch):
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "TRN3")
+    topology.reset_topology()
+    try:
+        assert backend_module.NeuronBackendOptions(None).target == "trn3"
+    finally:
+        monkeypatch.delenv("NEURON_PLATFORM_TARGET_OVERRIDE")
+        topology.reset_topology()
+    assert backend_module.NeuronBackendOptions({"target": "trn3"}).target == "trn3"
+
+
 def test_no_fallback_switch_makes_it_an_error(monkeypatch):
     monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
     with pytest.raises(Exception, match="no lowering to StableHLO for aten") as info:
@@ -140,7 +172,7 @@ def test_fallback_helper_reads_environment(monkeypatch):
 
 
 def test_recompiling_same_graph_reuses_compiled_frame_with_new_weights(monkeypatch):
-    monkeypatch.setattr(backend_module, "_COMPILED_FRAMES", {})
+    monkeypatch.setattr(backend_module, "_COMPILED_FRAMES", LRU(capacity=128))
     calls = []
     real_compile = backend_module._compile_dynamo_graph
     monkeypatch.setattr(

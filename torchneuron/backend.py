@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import os
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -24,10 +23,12 @@ from torch._functorch.aot_autograd import make_boxed_func
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from torchneuron import settings
 from torchneuron.compiler import tensors
 from torchneuron.compiler.pipeline import CompiledGraph, compile_graph
 from torchneuron.lowering import LoweringError, decomposition_table
 from torchneuron.lowering.fx_to_torch import EmptyOutput
+from torchneuron.lru import LRU
 
 _graph_ids = itertools.count()
 
@@ -45,9 +46,12 @@ class NeuronBackendOptions:
                 f"unknown option(s) for backend 'neuron': {', '.join(unknown)}; "
                 f"known: {', '.join(self.KNOWN)}"
             )
-        self.target: str = options.get(
-            "target", os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE", "trn2")
-        )
+        if "target" in options:
+            self.target: str = options["target"]
+        else:
+            from torchneuron.target.topology import topology
+
+            self.target = topology().target
         self.pipeline: str | None = options.get("pipeline")
         self.dump_dir: str | None = options.get("dump_dir")
         self.core: int = int(options.get("core", 0))
@@ -62,9 +66,7 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], opti
         return cached
     compiled = _compile_dynamo_graph(gm, example_inputs, opts)
     if key is not None:
-        _COMPILED_FRAMES[key] = compiled
-        while len(_COMPILED_FRAMES) > _COMPILED_FRAMES_CAPACITY:
-            _COMPILED_FRAMES.pop(next(iter(_COMPILED_FRAMES)))
+        _COMPILED_FRAMES.put(key, compiled)
     return compiled
 
 
@@ -72,8 +74,7 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], opti
 # parameters and buffers as graph inputs, so the callable depends only on the graph,
 # its constants and the inputs' metadata; a second compile of the same graph (after
 # torch._dynamo.reset(), or a second instance of the same model) skips AOTAutograd.
-_COMPILED_FRAMES: dict[str, Any] = {}
-_COMPILED_FRAMES_CAPACITY = 128
+_COMPILED_FRAMES: LRU[str, Any] = LRU(capacity=128)
 
 
 def _dynamo_graph_key(gm: torch.fx.GraphModule, example_inputs, opts) -> str | None:
@@ -141,7 +142,8 @@ def _compile_dynamo_graph(gm: torch.fx.GraphModule, example_inputs, opts):
 
 
 def fallback_disabled() -> bool:
-    return os.environ.get("TORCHNEURON_NO_FALLBACK", "0") not in ("", "0")
+    """``TORCHNEURON_NO_FALLBACK`` (one switch for eager and compile mode)."""
+    return settings.env_flag(settings.NO_FALLBACK)
 
 
 def _compile_or_fallback(gm: torch.fx.GraphModule, example_inputs, name: str, opts):
@@ -164,7 +166,7 @@ def _compile_or_fallback(gm: torch.fx.GraphModule, example_inputs, name: str, op
             raise
         warnings.warn(
             f"torchneuron: graph {name} runs on the CPU, not on the NeuronCore, because it "
-            f"could not be compiled: {exc}\n(set TORCHNEURON_NO_FALLBACK=1 to make this an error)",
+            f"could not be compiled: {exc}\n(set {settings.NO_FALLBACK}=1 to make this an error)",
             stacklevel=2,
         )
         return make_boxed_func(gm.forward)

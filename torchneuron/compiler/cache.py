@@ -24,7 +24,6 @@ else ``~/.cache/torchneuron``); ``TORCHNEURON_CACHE=0`` turns the disk layer off
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import dataclasses
 import functools
@@ -37,8 +36,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-CACHE_DIR_VAR = "TORCHNEURON_CACHE_DIR"
-CACHE_ENABLE_VAR = "TORCHNEURON_CACHE"
+from torchneuron import settings
+from torchneuron.lru import LRU
+
+CACHE_DIR_VAR = settings.CACHE_DIR
+CACHE_ENABLE_VAR = settings.CACHE
 # Bump when the layout of entries or keys changes.
 CACHE_FORMAT = 1
 DEFAULT_MEMORY_ENTRIES = 1024
@@ -52,7 +54,7 @@ except ImportError:  # pragma: no cover - not reached on Linux or macOS
 
 def default_cache_dir() -> Path:
     """``$TORCHNEURON_CACHE_DIR``, else the user's cache folder + ``/torchneuron``."""
-    configured = os.environ.get(CACHE_DIR_VAR)
+    configured = settings.env_text(CACHE_DIR_VAR)
     if configured:
         return Path(configured).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME")
@@ -61,7 +63,8 @@ def default_cache_dir() -> Path:
 
 
 def disk_cache_enabled() -> bool:
-    return os.environ.get(CACHE_ENABLE_VAR, "1").strip().lower() not in ("0", "false", "no", "off")
+    """``TORCHNEURON_CACHE`` (on unless switched off)."""
+    return settings.env_flag(CACHE_ENABLE_VAR, default=True)
 
 
 @functools.lru_cache(maxsize=1)
@@ -69,16 +72,15 @@ def compiler_fingerprint() -> str:
     """A digest of everything that shapes a NEFF besides the graph itself.
 
     Dependency versions, the cache format, and the source of the compiler stages
-    (lowering, passes, neff, the pipeline), so editing a rule invalidates entries.
+    (lowering, passes, neff, the compiler package), so editing a rule invalidates entries.
     """
-    import torchneuron
     from torchneuron.compiler.versions import dependency_versions
 
     digest = hashlib.sha256()
     digest.update(f"format={CACHE_FORMAT};".encode())
     digest.update(repr(sorted(dependency_versions().items())).encode())
-    package = Path(torchneuron.__file__).parent
-    sources = [package / "compiler" / "pipeline.py", package / "compiler" / "eager.py"]
+    package = Path(__file__).resolve().parents[1]
+    sources = sorted((package / "compiler").glob("*.py"))
     for stage in ("lowering", "passes", "neff"):
         sources.extend(sorted((package / stage).rglob("*.py")))
     for path in sources:
@@ -122,11 +124,19 @@ class NeffCache:
         memory_entries: int = DEFAULT_MEMORY_ENTRIES,
     ) -> None:
         self.directory = None if directory is None else Path(directory) / "neff"
-        self.memory_entries = memory_entries
         self.stats = CacheStats()
-        self._memory: collections.OrderedDict[str, bytes] = collections.OrderedDict()
+        self._memory: LRU[str, bytes] = LRU(memory_entries)
         self._lock = threading.RLock()
         self._warned_corrupt = False
+
+    @property
+    def memory_entries(self) -> int:
+        """Capacity of the in-memory LRU (NEFFs)."""
+        return self._memory.capacity
+
+    @memory_entries.setter
+    def memory_entries(self, entries: int) -> None:
+        self._memory.set_capacity(entries)
 
     def __repr__(self) -> str:
         where = self.directory if self.directory is not None else "memory only"
@@ -144,12 +154,11 @@ class NeffCache:
     def get(self, key: str) -> bytes | None:
         """The NEFF stored under ``key``, or ``None``; a corrupt disk entry is a miss."""
         _check_key(key)
-        with self._lock:
-            neff = self._memory.get(key)
-            if neff is not None:
-                self._memory.move_to_end(key)
+        neff = self._memory.get(key)
+        if neff is not None:
+            with self._lock:
                 self.stats.memory_hits += 1
-                return neff
+            return neff
         neff = self._read_disk(key)
         if neff is None:
             with self._lock:
@@ -196,8 +205,7 @@ class NeffCache:
             return neff
 
     def clear_memory(self) -> None:
-        with self._lock:
-            self._memory.clear()
+        self._memory.clear()
 
     def clear(self) -> None:
         """Forget every entry, in memory and on disk."""
@@ -215,10 +223,7 @@ class NeffCache:
     # -- internals ----------------------------------------------------------
 
     def _remember(self, key: str, neff: bytes) -> None:
-        self._memory[key] = neff
-        self._memory.move_to_end(key)
-        while len(self._memory) > self.memory_entries:
-            self._memory.popitem(last=False)
+        self._memory.put(key, neff)
 
     def _read_disk(self, key: str) -> bytes | None:
         path = self.path_for(key)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from importlib import metadata
 
-import torchneuron
+from torchneuron.version import __version__
 
 
 @functools.lru_cache(maxsize=1)
@@ -35,7 +35,7 @@ def dependency_versions() -> dict[str, str]:
             return "unknown"
 
     return {
-        "torchneuron": torchneuron.__version__,
+        "torchneuron": __version__,
         "torch": version_of("torch"),
         "torch_mlir": version_of("torch-mlir"),
         "jaxlib": version_of("jaxlib"),
@@ -44,4 +44,4 @@ def dependency_versions() -> dict[str, str]:
 
 
 def build_version() -> str:
-    return f"torchneuron {torchneuron.__version__}"
+    return f"torchneuron {__version__}"

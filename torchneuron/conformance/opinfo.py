@@ -31,6 +31,8 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
+from torchneuron import settings
+
 from .compare import Mismatch, check_close
 
 MODES = ("compile", "eager")
@@ -353,7 +355,7 @@ def _dynamo_alone_fails(call: Callable, sample: dict) -> bool:
 def _fallback_reason(message: str) -> str:
     # "torchneuron: graph G runs on the CPU ... because it could not be compiled: <why>"
     _, _, why = message.partition("could not be compiled: ")
-    return (why or message).split("\n(set TORCHNEURON_NO_FALLBACK")[0].splitlines()[0][:300]
+    return (why or message).split(f"\n(set {settings.NO_FALLBACK}")[0].splitlines()[0][:300]
 
 
 # -- eager mode ----------------------------------------------------------------------

@@ -20,17 +20,19 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from torchneuron import settings
+
 from .opinfo import DEFAULT_SAMPLES, Outcome
 
 # Environment of every worker: results must not depend on the caller's settings.
 WORKER_ENVIRONMENT = {
-    "TORCHNEURON_CACHE": "0",  # no disk NEFF cache: every program compiled fresh
-    "TORCHNEURON_XLA_SINGLE_THREADED": "1",  # one core per worker
+    settings.CACHE: "0",  # no disk NEFF cache: every program compiled fresh
+    settings.XLA_SINGLE_THREADED: "1",  # one core per worker
     "OMP_NUM_THREADS": "1",
     "TF_CPP_MIN_LOG_LEVEL": "3",
     "PYTHONFAULTHANDLER": "1",  # a crash leaves a Python stack in the log
 }
-REMOVED_ENVIRONMENT = ("TORCHNEURON_NO_FALLBACK",)  # fallback is measured, not forbidden
+REMOVED_ENVIRONMENT = (settings.NO_FALLBACK,)  # fallback is measured, not forbidden
 
 
 @dataclass(frozen=True)
