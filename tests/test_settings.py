@@ -17,10 +17,17 @@ def test_true_words(monkeypatch, word):
     assert env_flag(NAME) is True
 
 
-@pytest.mark.parametrize("word", ["0", "false", "False", "no", "OFF", "", "  "])
+@pytest.mark.parametrize("word", ["0", "false", "False", "no", "OFF"])
 def test_false_words(monkeypatch, word):
     monkeypatch.setenv(NAME, word)
     assert env_flag(NAME, default=True) is False
+
+
+@pytest.mark.parametrize("word", ["", "  "])
+def test_blank_is_the_default(monkeypatch, word):
+    monkeypatch.setenv(NAME, word)
+    assert env_flag(NAME, default=True) is True
+    assert env_flag(NAME, default=False) is False
 
 
 def test_unset_is_the_default(monkeypatch):

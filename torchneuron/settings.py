@@ -27,6 +27,7 @@ XLA_SINGLE_THREADED = "TORCHNEURON_XLA_SINGLE_THREADED"
 # Tests.
 UPDATE_GOLDENS = "TORCHNEURON_UPDATE_GOLDENS"
 CONFORMANCE_ENTRIES = "TORCHNEURON_CONFORMANCE_ENTRIES"
+CONFORMANCE_WORKERS = "TORCHNEURON_CONFORMANCE_WORKERS"
 
 VARIABLES: dict[str, str] = {
     TARGET: "emulated chip: trn2 (default) or trn3",
@@ -39,10 +40,11 @@ VARIABLES: dict[str, str] = {
     XLA_SINGLE_THREADED: "run the numerics single-threaded (benchmarks)",
     UPDATE_GOLDENS: "assert_golden (and tests/golden) rewrite goldens instead of failing",
     CONFORMANCE_ENTRIES: "limit tests/conformance to some OpInfo entries (names or globs)",
+    CONFORMANCE_WORKERS: "worker processes of tests/conformance (default: up to 2)",
 }
 
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
-FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
+FALSE_WORDS = frozenset({"0", "false", "no", "off"})
 
 
 class SettingsError(TorchNeuronError, ValueError):
@@ -58,8 +60,8 @@ def env_text(name: str, default: str | None = None) -> str | None:
 
 
 def parse_flag(name: str, value: str | None, default: bool) -> bool:
-    """``value`` read as a switch named ``name`` (unset -> ``default``)."""
-    if value is None:
+    """``value`` read as a switch named ``name`` (unset or blank -> ``default``)."""
+    if value is None or not value.strip():
         return default
     word = value.strip().lower()
     if word in TRUE_WORDS:
@@ -68,12 +70,12 @@ def parse_flag(name: str, value: str | None, default: bool) -> bool:
         return False
     raise SettingsError(
         f"{name}={value!r} is not a switch; use one of {', '.join(sorted(TRUE_WORDS))} "
-        f"(on) or {', '.join(sorted(FALSE_WORDS - {''}))} (off)"
+        f"(on) or {', '.join(sorted(FALSE_WORDS))} (off)"
     )
 
 
 def env_flag(name: str, default: bool = False) -> bool:
-    """A switch: 1/true/yes/on or 0/false/no/off (any case; empty is off)."""
+    """A switch: 1/true/yes/on or 0/false/no/off (any case; unset or blank is ``default``)."""
     return parse_flag(name, os.environ.get(name), default)
 
 

@@ -10,16 +10,17 @@ import os
 
 import pytest
 
+from torchneuron import settings
 from torchneuron.conformance import expectations
 from torchneuron.conformance.expectations import DEFAULT_PATH as DEFAULT_EXPECTATIONS
 from torchneuron.conformance.opinfo import DEFAULT_SAMPLES
 
 GATING_DTYPE = "float32"
-ENTRIES_VAR = "TORCHNEURON_CONFORMANCE_ENTRIES"
 
 
 def selected(entry: str) -> bool:
-    patterns = [p.strip() for p in os.environ.get(ENTRIES_VAR, "").split(",") if p.strip()]
+    text = settings.env_text(settings.CONFORMANCE_ENTRIES, "")
+    patterns = [p.strip() for p in text.split(",") if p.strip()]
     return not patterns or any(fnmatch.fnmatchcase(entry, p) for p in patterns)
 
 
@@ -38,6 +39,7 @@ def conformance_outcomes():
 
     lines = [key for key in gating_expectations() if selected(key[2])]
     tasks = [Task(entry, mode, dtype, DEFAULT_SAMPLES) for mode, dtype, entry in lines]
-    workers = int(os.environ.get("TORCHNEURON_CONFORMANCE_WORKERS", min(2, os.cpu_count() or 1)))
+    default = str(min(2, os.cpu_count() or 1))
+    workers = int(settings.env_text(settings.CONFORMANCE_WORKERS, default))
     outcomes = WorkerPool(workers=workers, timeout=180).run(tasks)
     return {(o.mode, o.dtype, o.entry): o for o in outcomes}

@@ -47,9 +47,6 @@ from .error_functions import erfc, erfcx, erfinv, log_ndtr, ndtri
 from .gamma import digamma, igamma, igammac, lgamma, polygamma, zeta
 from .polynomials import POLYNOMIALS, RECURRENCE_DEGREES
 
-# The name the rule table had when this package was one module (tests/conformance reads it).
-_POLYNOMIALS = POLYNOMIALS
-
 __all__ = [
     "POLYNOMIALS",
     "RECURRENCE_DEGREES",
