@@ -45,15 +45,14 @@ def bench_add(repeats: int) -> None:
     neuron = per_call_seconds(lambda: torch.add(a, b), 300, repeats)
     cpu = per_call_seconds(lambda: torch.add(a_cpu, b_cpu), 3000, repeats)
 
-    from torchneuron.device import dispatch
+    from torchneuron.device import arrays, compiled
 
-    entry = dispatch._compiled[
-        next(k for k in reversed(dispatch._compiled) if str(k[0]) == "aten.add.Tensor")
-    ]
+    keys = compiled.cache.keys()
+    entry = compiled.cache.get(next(k for k in reversed(keys) if str(k[0]) == "aten.add.Tensor"))
     import numpy as np
 
-    # add.Tensor's alpha (=1) is a 0-d program input like any Python scalar
-    inputs = [dispatch.to_numpy(a), dispatch.to_numpy(b)] + [
+    # add.Tensor's alpha (=1) is the schema's default: a constant, no program input
+    inputs = [arrays.host_array(a), arrays.host_array(b)] + [
         np.asarray(1, dtype=dtype) for dtype in entry.scalar_dtypes
     ]
     runtime = per_call_seconds(lambda: entry.compiled.execute(0, inputs), 300, repeats)

@@ -38,6 +38,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -435,18 +436,22 @@ at::Tensor host_input(const at::Tensor& tensor) {
 // ---------------------------------------------------------------------------
 
 // Dtypes numpy lacks travel as same-width integers, viewed as ml_dtypes on the
-// Python side: scalar type -> (integer carrier, ml_dtypes numpy dtype).
+// Python side: scalar type -> (integer carrier, ml_dtypes numpy dtype, the carrier's
+// numpy name). Python registers each from its dtype table (torchneuron.target.dtypes).
 struct NumpyView {
   at::ScalarType carrier;
   PyObject* numpy_dtype;  // owned reference, kept for the process
+  std::string carrier_numpy_name;
 };
 std::unordered_map<int, NumpyView> g_numpy_views;
 
-void register_numpy_view(at::ScalarType dtype, at::ScalarType carrier, pybind11::object numpy_dtype) {
+void register_numpy_view(at::ScalarType dtype, at::ScalarType carrier, pybind11::object numpy_dtype,
+                         const std::string& carrier_numpy_name) {
   if (g_numpy_views.count(static_cast<int>(dtype)) > 0) {
     return;
   }
-  g_numpy_views[static_cast<int>(dtype)] = NumpyView{carrier, numpy_dtype.release().ptr()};
+  g_numpy_views[static_cast<int>(dtype)] =
+      NumpyView{carrier, numpy_dtype.release().ptr(), carrier_numpy_name};
 }
 
 // Numpy arrays over the host data of `tensors` (zero-copy where dense and plain).
@@ -475,8 +480,7 @@ at::Tensor tensor_over_array(const pybind11::handle& array, at::ScalarType expec
       !pybind11::object(array.attr("dtype")).equal(pybind11::handle(view->second.numpy_dtype))) {
     return torch::utils::tensor_from_numpy(array.ptr(), /*warn_if_not_writeable=*/false);
   }
-  const char* carrier_name = view->second.carrier == at::kShort ? "int16" : "int8";
-  pybind11::object carrier = array.attr("view")(carrier_name);
+  pybind11::object carrier = array.attr("view")(view->second.carrier_numpy_name);
   return torch::utils::tensor_from_numpy(carrier.ptr(), false).view(expected);
 }
 
@@ -718,7 +722,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         "CPU tensor aliasing a neuron tensor's bytes (same sizes, strides, offset).",
         pybind11::arg("tensor"), pybind11::arg("resizable") = false);
   m.def("register_numpy_view", &register_numpy_view,
-        "Carry `dtype` (absent from numpy) as `carrier` integers viewed as `numpy_dtype`.");
+        "Carry `dtype` (absent from numpy) as `carrier` integers (numpy name "
+        "`carrier_numpy_name`) viewed as `numpy_dtype`.",
+        pybind11::arg("dtype"), pybind11::arg("carrier"), pybind11::arg("numpy_dtype"),
+        pybind11::arg("carrier_numpy_name"));
   m.def("host_arrays", &host_arrays,
         "Numpy arrays over the host data of neuron tensors (copies only where not dense).");
   m.def("device_tensors_from", &device_tensors_from,
@@ -727,11 +734,4 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("write_array", [](const at::Tensor& tensor, pybind11::handle array) {
     copy_array_into(host_alias(tensor, false), array);
   }, "Copy a numpy array (same shape and dtype) into a neuron tensor.");
-  m.def("resize_storage_bytes", [](const at::Tensor& tensor, size_t nbytes) {
-    resize_storage_bytes(tensor.storage(), nbytes);
-  });
-  m.def("is_pinned_ptr", [](uintptr_t ptr) {
-    std::lock_guard<std::mutex> lock(g_pinned_mutex);
-    return g_pinned.count(reinterpret_cast<const void*>(ptr)) > 0;
-  });
 }

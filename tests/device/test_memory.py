@@ -7,6 +7,22 @@ import gc
 import pytest
 import torch
 
+from torchneuron.runtime import reset_runtime
+
+
+@pytest.fixture
+def hbm_per_core(monkeypatch):
+    """Set the per-core HBM capacity for one test: fresh cores (the topology is read once,
+    so it is reset), and the usual ones again afterwards."""
+
+    def set_capacity(text: str) -> None:
+        monkeypatch.setenv("TORCHNEURON_HBM_BYTES_PER_CORE", text)
+        reset_runtime()
+
+    yield set_capacity
+    monkeypatch.undo()
+    reset_runtime()
+
 
 def test_allocations_are_accounted_and_freed():
     gc.collect()
@@ -24,9 +40,8 @@ def test_allocations_are_accounted_and_freed():
     assert torch.neuron.memory_allocated() == base
 
 
-def test_out_of_memory_raises_torch_oom_and_device_recovers(monkeypatch):
-    # A small HBM makes a fresh core (the topology follows the environment).
-    monkeypatch.setenv("TORCHNEURON_HBM_BYTES_PER_CORE", "32MiB")
+def test_out_of_memory_raises_torch_oom_and_device_recovers(hbm_per_core):
+    hbm_per_core("32MiB")
     assert torch.neuron.get_device_properties().total_memory == 32 * 1024**2
     keep = torch.empty(6 * 1024 * 1024, device="neuron")  # 24 MiB
     with pytest.raises(torch.OutOfMemoryError) as caught:
@@ -42,8 +57,8 @@ def test_out_of_memory_raises_torch_oom_and_device_recovers(monkeypatch):
     assert (again[:4].fill_(1.0) + 1).cpu().tolist() == [2.0] * 4
 
 
-def test_op_output_that_does_not_fit_raises_oom(monkeypatch):
-    monkeypatch.setenv("TORCHNEURON_HBM_BYTES_PER_CORE", "8MiB")
+def test_op_output_that_does_not_fit_raises_oom(hbm_per_core):
+    hbm_per_core("8MiB")
     x = torch.ones(768 * 1024, device="neuron")  # 3 MiB
     with pytest.raises(torch.OutOfMemoryError):
         torch.cat([x, x, x])  # 9 MiB more
@@ -52,10 +67,10 @@ def test_op_output_that_does_not_fit_raises_oom(monkeypatch):
     assert (torch.ones(4, device="neuron") * 2).cpu().tolist() == [2.0] * 4
 
 
-def test_an_op_on_device_tensors_is_charged_once(monkeypatch):
+def test_an_op_on_device_tensors_is_charged_once(hbm_per_core):
     # Inputs and outputs of a per-op program are device tensors, accounted as such;
     # the execution adds nothing for them (3 MiB in + 3 MiB out fit in 8 MiB).
-    monkeypatch.setenv("TORCHNEURON_HBM_BYTES_PER_CORE", "8MiB")
+    hbm_per_core("8MiB")
     x = torch.ones(768 * 1024, device="neuron")
     torch.neuron.reset_peak_memory_stats()
     y = x + 1

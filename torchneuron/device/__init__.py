@@ -7,9 +7,11 @@ of ``import torch``, or by ``import torchneuron``) installs everything:
   each core's HBM, device guard (several devices per process), generators,
   metadata and copy kernels;
 - ``module``: ``torch.neuron`` (device count, memory statistics, RNG, ...);
-- ``dispatch``: every other ATen op, compiled per op to a NEFF and run on the
-  emulated core (``torchneuron.compiler.eager``), or run on the CPU when it has
-  no lowering (``fallback``);
+- ``dispatch``: every other ATen op, routed by its ``plan`` to the ``compiled``
+  route (compiled per call signature to a NEFF through ``torchneuron.compiler.eager``,
+  output shapes from ``shapes``, numpy views of the tensors from ``arrays``) or to
+  the ``host`` routes (random ops, data-dependent ops, and the CPU fallback for ops
+  without a lowering, see ``fallback``);
 - ``autocast``: ``torch.autocast("neuron", dtype=torch.bfloat16)``.
 """
 

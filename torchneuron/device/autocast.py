@@ -10,6 +10,7 @@ losses in float32.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -99,6 +100,8 @@ FLOAT32_OPS = (
     "prod",
 )
 
+_install_lock = threading.Lock()
+# The libraries holding the kernels; set only once every kernel is registered.
 _library: list = []
 
 
@@ -133,14 +136,19 @@ def _resolve(name: str) -> list:
 
 
 def install() -> None:
-    """Register the fallthrough and the casting kernels (once)."""
-    if _library:
-        return
-    everything = torch.library.Library("_", "IMPL")
-    everything.fallback(torch.library.fallthrough_kernel, "AutocastPrivateUse1")
-    aten = torch.library.Library("aten", "IMPL")
-    _library.extend([everything, aten])
-    for names, policy in ((LOWER_PRECISION_OPS, "lower"), (FLOAT32_OPS, "float32")):
-        for name in names:
-            for op in _resolve(name):
-                aten.impl(op, _autocast_kernel(op, policy), "AutocastPrivateUse1")
+    """Register the fallthrough and the casting kernels (once).
+
+    A failure part way leaves nothing registered (the half-filled libraries are
+    dropped, which removes their kernels) and the next call starts again.
+    """
+    with _install_lock:
+        if _library:
+            return
+        everything = torch.library.Library("_", "IMPL")
+        everything.fallback(torch.library.fallthrough_kernel, "AutocastPrivateUse1")
+        aten = torch.library.Library("aten", "IMPL")
+        for names, policy in ((LOWER_PRECISION_OPS, "lower"), (FLOAT32_OPS, "float32")):
+            for name in names:
+                for op in _resolve(name):
+                    aten.impl(op, _autocast_kernel(op, policy), "AutocastPrivateUse1")
+        _library.extend([everything, aten])

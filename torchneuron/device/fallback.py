@@ -8,29 +8,24 @@ no copy), with one warning per op. ``get_fallback_ops()`` lists them; with
 
 from __future__ import annotations
 
-import os
 import threading
 import warnings
 
-NO_FALLBACK_VAR = "TORCHNEURON_NO_FALLBACK"
+from torchneuron import settings
+from torchneuron.errors import TorchNeuronError
 
 _lock = threading.Lock()
 # op name -> why it could not be compiled (the first reason seen)
 _fallback_ops: dict[str, str] = {}
 
 
-class NeuronFallbackError(RuntimeError):
+class NeuronFallbackError(TorchNeuronError):
     """An op would have run on the CPU while ``TORCHNEURON_NO_FALLBACK=1``."""
 
 
 def fallback_forbidden() -> bool:
-    return os.environ.get(NO_FALLBACK_VAR, "0").strip().lower() not in (
-        "",
-        "0",
-        "false",
-        "no",
-        "off",
-    )
+    """``TORCHNEURON_NO_FALLBACK`` is on (a malformed value raises ``SettingsError``)."""
+    return settings.env_flag(settings.NO_FALLBACK, False)
 
 
 def record_fallback(op_name: str, reason: str) -> None:
@@ -38,7 +33,7 @@ def record_fallback(op_name: str, reason: str) -> None:
     if fallback_forbidden():
         raise NeuronFallbackError(
             f"{op_name} has no lowering for the neuron device and CPU fallback is disabled "
-            f"({NO_FALLBACK_VAR}=1). Reason: {reason}"
+            f"({settings.NO_FALLBACK}=1). Reason: {reason}"
         )
     with _lock:
         first = op_name not in _fallback_ops
@@ -48,7 +43,7 @@ def record_fallback(op_name: str, reason: str) -> None:
         warnings.warn(
             f"torchneuron: {op_name} is not supported on the neuron device and runs on the CPU "
             f"instead (copy in, compute, copy back). Reason: {reason}. "
-            f"Set {NO_FALLBACK_VAR}=1 to make this an error; torchneuron.get_fallback_ops() "
+            f"Set {settings.NO_FALLBACK}=1 to make this an error; torchneuron.get_fallback_ops() "
             "lists every such op.",
             RuntimeWarning,
             stacklevel=2,

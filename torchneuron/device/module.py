@@ -21,8 +21,6 @@ from typing import Any
 
 import torch
 
-DeviceLike = "torch.device | str | int | None"
-
 
 def _native():
     from torchneuron.device import _C

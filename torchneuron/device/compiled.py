@@ -1,0 +1,260 @@
+"""The compiled route: an op call run as a program compiled for its call signature.
+
+The signature (``plan.flatten``'s key: the op, each tensor's dtype/shape/strides
+where not contiguous, the types of Python scalars, every static argument) is looked
+up in an in-memory LRU of compiled ops. A hit runs the program on numpy arrays
+over the tensors' memory and writes the outputs into new device tensors, or into
+the mutated arguments of in-place and ``out=`` ops. A miss infers the output
+shapes (``shapes``), traces the call as a function of flat tensors and compiles it
+through ``torchneuron.compiler.eager`` (same pipeline and NEFF cache as
+torch.compile; imported on the first miss, as it pulls in torch-mlir). A signature
+that cannot be compiled is remembered as ``HostOnly`` and runs on the CPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from torchneuron.device import _C, arrays, fallback
+from torchneuron.device.host import run_on_host
+from torchneuron.device.plan import (
+    DEVICE_TYPE,
+    OpPlan,
+    new_returns,
+    pack_returns,
+    unflatten,
+)
+from torchneuron.device.shapes import MetaRejected, MetaUnavailable, output_metadata
+from torchneuron.lru import LRU
+
+COMPILED_CACHE_ENTRIES = 4096
+
+
+class HostOnly:
+    """Cache entry for a call signature that runs on the CPU, with the reason.
+
+    ``data_dependent`` calls (output shape depends on values, e.g. boolean-mask
+    indexing) run on the host by design, without a fallback warning.
+    """
+
+    __slots__ = ("data_dependent", "reason")
+
+    def __init__(self, reason: str, data_dependent: bool = False):
+        self.reason = reason
+        self.data_dependent = data_dependent
+
+
+@dataclass
+class Entry:
+    """A compiled op call: its program and how to turn program outputs into results."""
+
+    compiled: Any  # torchneuron.compiler.eager.CompiledOp
+    scalar_dtypes: tuple[np.dtype, ...]
+    # (shape, stride, dtype) of each new output tensor, in return order (None: an undefined return)
+    fresh: tuple[tuple | None, ...]
+    # shape of each mutated tensor after the call; empty ones are not program outputs
+    mutated_shapes: tuple[tuple[int, ...], ...] = ()
+    # ``fresh`` without the Nones and the empty tensors: what the program returns
+    fresh_metas: tuple[tuple, ...] = ()
+
+    def __post_init__(self) -> None:
+        self.fresh_metas = tuple(meta for meta in self.fresh if _computed(meta))
+
+
+def _computed(meta: tuple | None) -> bool:
+    """True for a new output the program computes (not undefined, not empty)."""
+    return meta is not None and 0 not in meta[0]
+
+
+def _unload(key: tuple, entry: Entry | HostOnly) -> None:
+    if isinstance(entry, Entry):
+        from torchneuron.compiler import eager
+
+        eager.forget(entry.compiled)
+
+
+# call signature -> Entry or HostOnly
+cache: LRU[tuple, Entry | HostOnly] = LRU(COMPILED_CACHE_ENTRIES, on_evict=_unload)
+
+
+def run_compiled(
+    plan: OpPlan, values: list, device: int, key: tuple, tensors: list, scalars: list
+) -> Any:
+    """Run one call (``device``, ``key``, ``tensors``, ``scalars`` from ``plan.flatten``)."""
+    entry = cache.get(key)
+    if entry is None:
+        try:
+            entry = _compile(plan, values, key, tensors, scalars)
+        except MetaRejected as rejection:
+            # The shape function refused the call: the CPU kernel decides. It raises
+            # PyTorch's own error for a bad call; if it accepts, this signature runs on host.
+            result = run_on_host(plan, values, tensors, device)
+            cache.put(key, HostOnly(rejection.reason))
+            fallback.record_fallback(plan.name, rejection.reason)
+            return result
+    if type(entry) is HostOnly:
+        if not entry.data_dependent:
+            fallback.record_fallback(plan.name, entry.reason)
+        return run_on_host(plan, values, tensors, device)
+    inputs = _C.host_arrays(tensors)
+    if scalars:
+        for value, dtype in zip(scalars, entry.scalar_dtypes):
+            inputs.append(np.asarray(value, dtype=dtype))
+    outputs = entry.compiled.execute(device, inputs)
+    return _assemble(plan, values, entry, outputs, device)
+
+
+def _assemble(plan: OpPlan, values: list, entry: Entry, outputs: list, device: int) -> Any:
+    """Write program outputs into new tensors and the mutated arguments; the op's result."""
+    created = _C.device_tensors_from(outputs, entry.fresh_metas, device)
+    position = len(created)
+    if len(created) == len(entry.fresh):
+        new = created
+    else:  # undefined returns (None) or empty tensors among them
+        made = iter(created)
+        new = [
+            next(made) if _computed(meta) else _empty_output(meta, device) for meta in entry.fresh
+        ]
+    if plan.mutated:
+        shapes = iter(entry.mutated_shapes)
+        for arg_position in plan.mutated:
+            value = values[arg_position]
+            targets = value if isinstance(value, (list, tuple)) else (value,)
+            for target in targets:
+                shape = next(shapes)
+                if 0 in shape:  # nothing to write: only the shape can change
+                    if tuple(target.shape) != shape:
+                        target.resize_(shape)
+                    continue
+                array = outputs[position]
+                position += 1
+                if tuple(target.shape) != array.shape:
+                    target.resize_(array.shape)  # out= arguments take the result's shape
+                _C.write_array(target, array)
+    return pack_returns(plan, values, new)
+
+
+def _empty_output(meta: tuple | None, device: int) -> torch.Tensor | None:
+    if meta is None:
+        return None
+    shape, stride, dtype = meta
+    return torch.empty_strided(shape, stride, dtype=dtype, device=torch.device(DEVICE_TYPE, device))
+
+
+def _scalar_dtype(value: Any, tensors: list) -> np.dtype:
+    """The dtype of the 0-d input standing for a Python scalar.
+
+    Chosen so type promotion gives what a Python scalar gives: a 0-d tensor of a
+    higher category than the other operands would otherwise decide the result
+    dtype, so a float scalar is float64 only next to floating tensors (which then
+    win), and the default dtype otherwise.
+    """
+    if isinstance(value, bool):
+        return arrays.numpy_dtype(torch.bool)
+    if isinstance(value, int):
+        return arrays.numpy_dtype(torch.int64)
+    if isinstance(value, complex):
+        wide = any(t.is_complex() for t in tensors)
+        return arrays.numpy_dtype(torch.complex128 if wide else torch.complex64)
+    if any(t.is_floating_point() or t.is_complex() for t in tensors):
+        return arrays.numpy_dtype(torch.float64)
+    return arrays.numpy_dtype(torch.get_default_dtype())
+
+
+def _compile(plan: OpPlan, values: list, key: tuple, tensors: list, scalars: list):
+    """Trace and compile one call signature; remember the result (or why it runs on host)."""
+    from torchneuron.compiler import eager
+
+    arrays.register_numpy_views()  # every compiled entry runs after this
+    specs = [eager.TensorSpec(tuple(t.shape), tuple(t.stride()), t.dtype) for t in tensors]
+    try:
+        fresh, mutated_shapes = output_metadata(plan, values)
+    except MetaUnavailable as error:
+        entry: Entry | HostOnly = HostOnly(str(error), error.data_dependent)
+        cache.put(key, entry)
+        return entry
+    scalar_dtypes = tuple(_scalar_dtype(v, tensors) for v in scalars)
+    # Empty new outputs need no computing (and torch-mlir cannot lower some empty constants).
+    computed = tuple(_computed(meta) for meta in fresh if meta is not None)
+    mutated_computed = tuple(0 not in shape for shape in mutated_shapes)
+    traced_fn = _traceable(plan, values, len(tensors), computed, mutated_computed)
+    output_count = sum(computed) + sum(mutated_computed)
+    try:
+        compiled = eager.compile_op(
+            plan.name,
+            _stable_key(key),
+            specs + [eager.TensorSpec((), (), arrays.torch_dtype(d)) for d in scalar_dtypes],
+            traced_fn,
+            output_count,
+        )
+        entry = Entry(compiled, scalar_dtypes, fresh, mutated_shapes)
+    except eager.OpCompileError as error:
+        entry = HostOnly(error.reason)
+    cache.put(key, entry)
+    return entry
+
+
+def _stable_key(key: tuple) -> tuple:
+    """``key`` with every part given a repr that is the same in every process."""
+
+    def stable(part):
+        if isinstance(part, torch._ops.OpOverload):
+            return str(part)
+        if isinstance(part, torch.Size):
+            return tuple(part)
+        if isinstance(part, type):
+            return part.__name__
+        if isinstance(part, tuple):
+            return tuple(stable(p) for p in part)
+        return part
+
+    return tuple(stable(p) for p in key)
+
+
+def _traceable(
+    plan: OpPlan,
+    values: list,
+    tensor_count: int,
+    computed: tuple,
+    mutated_computed: tuple,
+) -> Callable:
+    """A function of flat tensors (then lifted scalars, as 0-d tensors) that performs the call.
+
+    Mutated arguments are cloned first, and returned after the op's new outputs,
+    so functionalization turns the op into its functional form.
+    """
+    perform = plan.rewrite.call if plan.rewrite is not None else plan.call
+
+    def traced(*flat):
+        call_values = unflatten(plan, values, iter(flat[:tensor_count]), iter(flat[tensor_count:]))
+        for position in plan.mutated:
+            value = call_values[position]
+            if isinstance(value, list):
+                call_values[position] = [None if v is None else v.clone() for v in value]
+            elif isinstance(value, torch.Tensor):
+                call_values[position] = value.clone()
+        result = perform(call_values)
+        outputs = [value for value in new_returns(plan, result) if value is not None]
+        outputs = [value for value, wanted in zip(outputs, computed) if wanted]
+        written = []
+        for position in plan.mutated:
+            value = call_values[position]
+            written.extend(value if isinstance(value, list) else [value])
+        outputs.extend(value for value, wanted in zip(written, mutated_computed) if wanted)
+        return tuple(outputs)
+
+    return traced
+
+
+def compiled_cache_info() -> dict[str, int]:
+    """How many call signatures are compiled, and how many run on the CPU."""
+    entries = [cache.get(key) for key in cache.keys()]  # oldest first: the order is kept
+    return {
+        "compiled": sum(isinstance(e, Entry) for e in entries),
+        "host": sum(isinstance(e, HostOnly) for e in entries),
+    }

@@ -1,0 +1,112 @@
+"""Output shapes of an op call before it is compiled: a fake-tensor run of the call.
+
+The compiled route needs the shape, strides and dtype of each new tensor an op
+returns, and the shape each mutated argument has afterwards (``out=`` arguments
+are resized). A run under ``FakeTensorMode`` gives them without computing, and
+reproduces the CPU kernel's argument checks, so a user's error surfaces with
+PyTorch's own message.
+
+How a failed fake run is read, by exception type:
+
+- ``DynamicOutputShapeException``/``DataDependentOutputException``: the output
+  shape depends on the data (``MetaUnavailable``, data-dependent: the call runs on
+  the host by design, without a fallback warning);
+- a gap of the shape functions (``NotImplementedError``, which is also what a
+  missing Meta kernel raises, and fake tensors' own "unsupported" exceptions):
+  ``MetaUnavailable``, the call falls back to the CPU;
+- another error of the kinds PyTorch's argument checks raise (``RuntimeError``,
+  ``IndexError``, ``ValueError``, ``TypeError``) is the shape function refusing the
+  arguments (``MetaRejected``): the CPU kernel decides, raising PyTorch's error for
+  a bad call, or running the call if it accepts it;
+- any other exception: ``MetaUnavailable``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch._subclasses.fake_tensor import (
+    DataDependentOutputException,
+    DynamicOutputShapeException,
+    FakeTensorMode,
+    MissingOpProfile,
+    UnsupportedFakeTensorException,
+    UnsupportedMutationAliasingException,
+    UnsupportedOperatorException,
+)
+
+from torchneuron.device.plan import CPU, DEVICE_TYPE, OpPlan, new_returns
+
+DATA_DEPENDENT_ERRORS = (DynamicOutputShapeException, DataDependentOutputException)
+# What fake tensors raise where they have no shape function for a call.
+SHAPE_FUNCTION_GAPS = (
+    NotImplementedError,
+    UnsupportedOperatorException,
+    UnsupportedFakeTensorException,
+    UnsupportedMutationAliasingException,
+    MissingOpProfile,
+)
+# What PyTorch's argument checks raise (TORCH_CHECK and its kinds, torch._check_*).
+ARGUMENT_ERRORS = (RuntimeError, IndexError, ValueError, TypeError)
+
+# (shape, strides, dtype) of a new output, None for an undefined one
+OutputMeta = tuple[tuple[int, ...], tuple[int, ...], torch.dtype]
+
+
+class MetaUnavailable(Exception):
+    """The call has no shape function (or its shape depends on the data)."""
+
+    def __init__(self, reason: str, data_dependent: bool = False):
+        super().__init__(reason)
+        self.data_dependent = data_dependent
+
+
+class MetaRejected(Exception):
+    """The shape function refused the call's arguments."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _fake(value):
+    """A CPU stand-in of ``value`` for the fake run (device tensors and devices become CPU)."""
+    if isinstance(value, torch.Tensor):
+        return torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="cpu")
+    if isinstance(value, (list, tuple)):
+        return type(value)(_fake(v) for v in value)
+    if isinstance(value, torch.device) and value.type == DEVICE_TYPE:
+        return CPU
+    return value
+
+
+def output_metadata(
+    plan: OpPlan, values: list
+) -> tuple[tuple[OutputMeta | None, ...], tuple[tuple[int, ...], ...]]:
+    """(meta of each new tensor the op returns, shape of each mutated tensor after the call).
+
+    Raises ``MetaUnavailable`` or ``MetaRejected`` (see the module docstring).
+    """
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        fake_values = [_fake(v) for v in values]
+        try:
+            result = plan.call(fake_values)
+        except DATA_DEPENDENT_ERRORS as error:
+            raise MetaUnavailable(
+                f"its output shape depends on the data ({type(error).__name__})", True
+            ) from None
+        except SHAPE_FUNCTION_GAPS as error:
+            raise MetaUnavailable(f"no shape function ({type(error).__name__}: {error})") from None
+        except ARGUMENT_ERRORS as error:
+            raise MetaRejected(f"its shape function rejected the call ({error})") from None
+        except Exception as error:
+            raise MetaUnavailable(f"no shape function ({type(error).__name__}: {error})") from None
+    fresh = tuple(
+        None if item is None else (tuple(item.shape), tuple(item.stride()), item.dtype)
+        for item in new_returns(plan, result)
+    )
+    mutated_shapes = []
+    for position in plan.mutated:
+        value = fake_values[position]
+        for item in value if isinstance(value, (list, tuple)) else (value,):
+            mutated_shapes.append(tuple(item.shape))
+    return fresh, tuple(mutated_shapes)
