@@ -355,7 +355,9 @@ def flatten(plan: OpPlan, values: list) -> tuple[int, tuple, list, list]:
                             device.type,
                         )
                     )
-                else:  # None, or a number that stays as it is
+                elif item is None:
+                    parts.append(None)
+                else:  # a number: it stays as it is
                     parts.append(("static", item))
             key.append(tuple(parts))
         elif kind is SCALAR and value is not None and position in lifted:
@@ -420,16 +422,14 @@ def unflatten(plan: OpPlan, values: list, tensors, scalars=None) -> list:
                 value = next(scalars)
         elif kind is TENSOR_LIST or kind is OPTIONAL_TENSOR_LIST:
             value = [next(tensors) if isinstance(item, torch.Tensor) else item for item in value]
-        elif scalars is None:
-            if kind is DEVICE and value is not None and torch.device(value).type == DEVICE_TYPE:
+        elif kind is DEVICE:
+            if value is not None and torch.device(value).type == DEVICE_TYPE:
                 value = CPU
-        elif kind is SCALAR and value is not None and position in lifted:
-            if not is_default(plan, position, value):
+        elif scalars is not None and position in lifted:
+            if kind is SCALAR_LIST:
+                value = [next(scalars) for _ in value]
+            elif value is not None and not is_default(plan, position, value):
                 value = next(scalars)
-        elif kind is SCALAR_LIST and position in lifted:
-            value = [next(scalars) for _ in value]
-        elif kind is DEVICE and value is not None and torch.device(value).type == DEVICE_TYPE:
-            value = CPU
         unflattened.append(value)
     return unflattened
 

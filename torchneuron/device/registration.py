@@ -31,11 +31,6 @@ def is_registered() -> bool:
     return _registered
 
 
-def registration_error() -> BaseException | None:
-    """Why the last ``register()`` failed, if it did."""
-    return _error
-
-
 def _load_native():
     try:
         from torchneuron.device import _C
