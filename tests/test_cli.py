@@ -279,13 +279,13 @@ def test_profile_emulates_the_neff_s_chip_without_touching_the_environment(monke
     monkeypatch.delenv("NEURON_LOGICAL_NC_CONFIG", raising=False)
     before = dict(os.environ)
     try:
-        cli._use_chip_of({"target": "trn3", "lnc": 1})
+        cli.use_chip_of({"target": "trn3", "lnc": 1})
         assert (topology.topology().target, topology.topology().lnc) == ("trn3", 1)
         assert dict(os.environ) == before
         # The user's own setting wins over the manifest's.
         monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn2")
         topology.reset_topology()
-        cli._use_chip_of({"target": "trn3", "lnc": 1})
+        cli.use_chip_of({"target": "trn3", "lnc": 1})
         assert topology.topology().target == "trn2"
     finally:
         topology.reset_topology()

@@ -27,6 +27,7 @@ def test_eviction_callback_and_capacity_change():
         cache.put(i, str(i))
     cache.set_capacity(1)
     assert evicted == [(0, "0"), (1, "1")] and cache.keys() == [2]
+    assert cache.items() == [(2, "2")] and cache.info()["hits"] == 0
     cache.put(2, "two")  # replacing a key evicts nothing
     assert len(cache) == 1 and cache.get(2) == "two" and len(evicted) == 2
     assert cache.pop(2) == "two" and len(cache) == 0

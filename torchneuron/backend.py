@@ -268,9 +268,9 @@ def _has_symbolic_inputs(gm: torch.fx.GraphModule) -> bool:
 
 
 def _device_to_numpy():
-    from torchneuron.device.dispatch import to_numpy
+    from torchneuron.device.arrays import host_array
 
-    return to_numpy
+    return host_array
 
 
 def _first_device(args) -> torch.device:

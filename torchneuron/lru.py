@@ -75,6 +75,11 @@ class LRU(Generic[K, V]):
         with self._lock:
             return list(self._entries)
 
+    def items(self) -> list[tuple[K, V]]:
+        """Entries from oldest to newest (a snapshot; reading it is not a hit)."""
+        with self._lock:
+            return list(self._entries.items())
+
     def __contains__(self, key: object) -> bool:
         with self._lock:
             return key in self._entries

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from tests.device.conftest import run_python
@@ -85,3 +86,20 @@ def test_autoload_keeps_the_compiler_and_xla_out_of_import_torch():
     assert result.returncode == 0, result.stderr
     assert "heavy []" in result.stdout
     assert "first op [2.0, 2.0] True" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import torchneuron.device\nimport torch\nprint(torch.ones(1, device='neuron').device)",
+        "import torchneuron\nprint(torchneuron.get_fallback_ops())\nimport torch\n"
+        "print(torch.ones(1, device='neuron').device)",
+    ],
+    ids=["device-package-first", "facade-first"],
+)
+def test_importing_our_package_before_torch_registers_through_the_autoload(code):
+    # The autoload entry point runs inside `import torch`, which our package triggers
+    # itself: it must not meet a half-initialised package.
+    result = run_python(code, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "1"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().endswith("neuron:0")

@@ -40,7 +40,8 @@ def main(argv: list[str] | None = None) -> int:
         return args.handler(args)
     except UsageError as error:
         return _fail(error, 2)
-    except (TorchNeuronError, OSError) as error:  # OSError: files the command opens or writes
+    # OSError: files the command opens or writes; MemoryError: an input too big for the host.
+    except (TorchNeuronError, OSError, MemoryError) as error:
         return _fail(error, 1)
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
@@ -266,7 +267,7 @@ def _profile(args) -> int:
         raise UsageError(f"--iterations must be at least 1, got {args.iterations}")
     neff = read_neff(args.neff)
     manifest = neff.manifest
-    _use_chip_of(manifest)
+    use_chip_of(manifest)
     from torchneuron.runtime import load_neff
 
     loaded = load_neff(neff, core=args.core, executor="xla" if args.execute else "null")
@@ -290,7 +291,7 @@ def _profile(args) -> int:
     return 0
 
 
-def _use_chip_of(manifest: dict) -> None:
+def use_chip_of(manifest: dict) -> None:
     """Emulate the chip (and LNC) the NEFF was built for, unless the user's environment
     names a chip; the user's own settings keep precedence."""
     from torchneuron import settings

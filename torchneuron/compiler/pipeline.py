@@ -53,7 +53,6 @@ __all__ = [
     "compile_graph",
     "inputs_from_neff",
     "logical_core_size",
-    "memory_cache_info",
 ]
 
 
@@ -267,8 +266,3 @@ _MEMORY_CACHE: LRU[str, CompiledGraph] = LRU(capacity=256)
 def clear_memory_cache() -> None:
     """Forget every compiled graph held in memory (the disk cache is untouched)."""
     _MEMORY_CACHE.clear()
-
-
-def memory_cache_info() -> dict[str, int]:
-    """Entries, capacity, hits and misses of the in-memory compiled-graph cache."""
-    return _MEMORY_CACHE.info()

@@ -23,7 +23,7 @@ def dtype_name(dtype: torch.dtype | np.dtype) -> str:
         row = dtypes.from_numpy(dtype)
         row = row if row is not None and row.in_neff else None
     if row is None:
-        raise TypeError(f"dtype {dtype} is not supported on neuron devices")
+        raise dtypes.UnsupportedDTypeError(f"dtype {dtype} is not supported on neuron devices")
     return row.name
 
 
@@ -51,7 +51,7 @@ def from_numpy(array: np.ndarray) -> torch.Tensor:
         array = array.copy()
     row = dtypes.from_numpy(array.dtype)
     if row is None or not row.in_neff:
-        raise TypeError(f"numpy dtype {array.dtype} has no torch counterpart")
+        raise dtypes.UnsupportedDTypeError(f"numpy dtype {array.dtype} has no torch counterpart")
     if row.from_ml_dtypes:
         carrier = np.dtype(getattr(np, row.carrier))
         return torch.from_numpy(array.view(carrier)).view(row.torch)

@@ -32,11 +32,13 @@ import torch
 from torch.utils import _pytree as pytree
 
 from torchneuron import settings
+from torchneuron.target import dtypes
 
 from .compare import Mismatch, check_close
 
 MODES = ("compile", "eager")
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+# The dtypes conformance runs in (rows of the one dtype table).
+DTYPES = {name: dtypes.BY_NAME[name].torch for name in ("float32", "bfloat16")}
 
 # Statuses, from best to worst; an entry's status is its worst sample's.
 # pass      every sample ran natively and matched the CPU

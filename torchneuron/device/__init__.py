@@ -15,6 +15,11 @@ of ``import torch``, or by ``import torchneuron``) installs everything:
 - ``autocast``: ``torch.autocast("neuron", dtype=torch.bfloat16)``.
 """
 
+# torch first: importing torch runs the torch.backends autoload entry point
+# (``torchneuron.device.registration:autoload``, a submodule, so it works while this
+# package is still being initialised).
+import torch  # noqa: F401  isort: skip
+
 from torchneuron.device.fallback import get_fallback_ops
 from torchneuron.device.registration import autoload, is_registered, register
 

@@ -253,7 +253,7 @@ def _traceable(
 
 def compiled_cache_info() -> dict[str, int]:
     """How many call signatures are compiled, and how many run on the CPU."""
-    entries = [cache.get(key) for key in cache.keys()]  # oldest first: the order is kept
+    entries = [entry for _, entry in cache.items()]
     return {
         "compiled": sum(isinstance(e, Entry) for e in entries),
         "host": sum(isinstance(e, HostOnly) for e in entries),

@@ -29,20 +29,16 @@ from typing import Any
 
 import torch
 
-from torchneuron.device.arrays import host_array
 from torchneuron.device.compiled import compiled_cache_info, run_compiled
 from torchneuron.device.host import run_on_host, run_random
 from torchneuron.device.plan import Route, flatten, plan_for, plans_by_op
 
-__all__ = ["compiled_cache_info", "install", "run_op", "to_numpy"]
+__all__ = ["compiled_cache_info", "install", "run_op"]
 
 aten = torch.ops.aten
 
 COMPILED = Route.COMPILED
 RANDOM = Route.RANDOM
-
-# Former name of ``arrays.host_array``, kept while callers move.
-to_numpy = host_array
 
 
 def run_op(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:

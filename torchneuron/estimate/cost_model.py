@@ -181,16 +181,3 @@ def estimate_text(text: str, chip: ChipSpec | str, lnc: int | None = None, **opt
     from torchneuron.passes.ir_utils import parse_module
 
     return estimate(parse_module(text), chip, lnc, **options)
-
-
-def estimate_program(program: bytes, chip: ChipSpec | str, lnc: int | None = None) -> Schedule:
-    """``estimate`` of a NEFF's program (a StableHLO portable artifact or MLIR text)."""
-    from torch_mlir._mlir_libs import _stablehlo
-
-    from torchneuron.passes.ir_utils import make_context, parse_module
-
-    if bytes(program[:4]) == b"ML\xefR":
-        context = make_context()
-        module = _stablehlo.deserialize_portable_artifact(context, bytes(program))
-        return estimate(module, chip, lnc)
-    return estimate(parse_module(bytes(program).decode("utf-8")), chip, lnc)

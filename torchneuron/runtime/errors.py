@@ -9,7 +9,7 @@ runtime is imported.
 
 from __future__ import annotations
 
-import functools
+import threading
 
 from torchneuron.errors import TorchNeuronError
 
@@ -18,9 +18,24 @@ class NeuronRuntimeError(TorchNeuronError):
     """A NEFF could not be loaded or executed: bad inputs, a malformed program, a wrong target."""
 
 
-@functools.cache
+_out_of_memory_type: type[NeuronRuntimeError] | None = None
+_out_of_memory_lock = threading.Lock()
+
+
 def out_of_memory_error_type() -> type[NeuronRuntimeError]:
-    """``NeuronOutOfMemoryError``: made once, the first time it is needed (imports torch)."""
+    """``NeuronOutOfMemoryError``: made once, the first time it is needed (imports torch).
+
+    Made under a lock: two threads that hit their first OOM together must get the same
+    class, or an ``except`` written against one would miss the other."""
+    global _out_of_memory_type
+    if _out_of_memory_type is None:
+        with _out_of_memory_lock:
+            if _out_of_memory_type is None:
+                _out_of_memory_type = _make_out_of_memory_error_type()
+    return _out_of_memory_type
+
+
+def _make_out_of_memory_error_type() -> type[NeuronRuntimeError]:
     import torch
 
     class NeuronOutOfMemoryError(torch.OutOfMemoryError, NeuronRuntimeError):

@@ -34,7 +34,6 @@ TRN2_INSTANCE_PAGE = f"{_DOCS}/about-neuron/arch/neuron-hardware/trn2-arch.html"
 TRAINIUM3_PAGE = f"{_DOCS}/about-neuron/arch/neuron-hardware/trainium3.html"
 NEURONCORE_V4_PAGE = f"{_DOCS}/about-neuron/arch/neuron-hardware/neuron-core-v4.html"
 TRAINIUM3_NKI_PAGE = f"{_DOCS}/nki/about/trainium3_arch.html"
-LNC_PAGE = f"{_DOCS}/general/arch/neuron-features/logical-neuroncore-config.html"
 # States that neuronx-cc defaults to LNC=2 on Trn2 and later.
 LNC_DEFAULT_PAGE = f"{_DOCS}/compiler/error-codes/EVRF066.html"
 NKI_LNC_PAGE = f"{_DOCS}/nki/get-started/about/lnc.html"
@@ -61,6 +60,10 @@ class UnknownTargetError(TorchNeuronError, ValueError):
     """A target name or logical core size the hardware table does not hold."""
 
 
+class MissingFigureError(TorchNeuronError, KeyError):
+    """The table has no figure for what was asked (e.g. a dtype's matmul throughput)."""
+
+
 def _frozen(mapping: Mapping) -> Mapping:
     return MappingProxyType(dict(mapping))
 
@@ -85,7 +88,7 @@ class TensorEngineSpec:
             return self.tflops_per_core[dtype] * 1e12
         if dtype.startswith("float8"):
             return self.tflops_per_core["float8"] * 1e12
-        raise KeyError(
+        raise MissingFigureError(
             f"TensorEngine has no throughput figure for dtype {dtype!r}; "
             f"known: {sorted(self.tflops_per_core)}"
         )
