@@ -132,16 +132,7 @@ def test_schedule_json_round_trip():
     assert again.kernels[0].lanes["ScalarE"] == pytest.approx(kernels[0].lanes["ScalarE"])
     assert again.memory.peak_hbm_bytes == 10 + 20 + 30 + 4096
     summary = schedule.summary()
-    assert set(summary) == {
-        "latency_us",
-        "engine_busy_percent",
-        "hbm_bytes",
-        "peak_hbm_bytes",
-        "weights_bytes",
-        "flops",
-        "mfu",
-        "kernels",
-    }
+    assert tuple(summary) == Schedule.SUMMARY_KEYS
     assert summary["engine_busy_percent"]["ScalarE"] == pytest.approx(100 * 1 / 7, abs=0.01)
     with pytest.raises(ValueError, match="not a schedule"):
         Schedule.from_json(b'{"format": "something else"}')

@@ -22,14 +22,24 @@ INPUT_ATTR = "neuron.input"
 ANNOTATION_ATTRS = ("neuron.kernel", "neuron.engine", "neuron.activation")
 
 
-def main_function(module: ir.Module):
+def find_main(module: ir.Module):
+    """The module's ``func.func @main``, or None."""
     for op in module.body.operations:
         if (
             op.operation.name == "func.func"
+            and "sym_name" in op.attributes
             and ir.StringAttr(op.attributes["sym_name"]).value == "main"
         ):
             return op
-    raise LoweringError("the lowered module has no func.func @main")
+    return None
+
+
+def main_function(module: ir.Module):
+    """The module's ``func.func @main``; ``LoweringError`` if it has none."""
+    found = find_main(module)
+    if found is None:
+        raise LoweringError("the lowered module has no func.func @main")
+    return found
 
 
 def mark_arguments(module: ir.Module, marks: list[tuple[str, str]]) -> None:

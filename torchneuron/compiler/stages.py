@@ -21,6 +21,8 @@ from torch_mlir import ir
 
 from torchneuron.errors import TorchNeuronError
 
+from .program import find_main
+
 
 class CompileError(TorchNeuronError):
     """A compile request was malformed (unknown stage, target or option, unusable artifact)."""
@@ -70,12 +72,12 @@ def after(name: str) -> tuple[str, ...]:
 
 def make_context() -> ir.Context:
     """An MLIR context that reads every MLIR stage: the torch and StableHLO dialects."""
-    from torch_mlir._mlir_libs import _stablehlo
     from torch_mlir.dialects import torch as torch_d
 
-    context = ir.Context()
+    from torchneuron.passes.ir_utils import make_context as stablehlo_context
+
+    context = stablehlo_context()
     torch_d.register_dialect(context)
-    _stablehlo.register_dialect(context)
     return context
 
 
@@ -98,7 +100,7 @@ def parse_artifact(name: str, text: str, where: str = "artifact") -> ir.Module:
         raise ArtifactError(f"{where}: not MLIR text of the {name} stage: {detail}") from None
     except ValueError as error:  # text the bindings cannot even hand to the parser
         raise ArtifactError(f"{where}: not MLIR text of the {name} stage: {error}") from None
-    if not any(_is_main(op) for op in module.body.operations):
+    if find_main(module) is None:
         raise ArtifactError(f"{where}: the {name} artifact has no func.func @main")
     torch_ops = _has_torch_ops(module)
     if name == "torch" and not torch_ops:
@@ -108,14 +110,6 @@ def parse_artifact(name: str, text: str, where: str = "artifact") -> ir.Module:
     if name != "torch" and torch_ops:
         raise ArtifactError(f"{where}: holds torch dialect ops, not {name}; use --from torch")
     return module
-
-
-def _is_main(op) -> bool:
-    return (
-        op.operation.name == "func.func"
-        and "sym_name" in op.attributes
-        and ir.StringAttr(op.attributes["sym_name"]).value == "main"
-    )
 
 
 def _has_torch_ops(module: ir.Module) -> bool:
@@ -132,7 +126,7 @@ def _has_torch_ops(module: ir.Module) -> bool:
     if found:
         return True
     # A torch-dialect function may hold no torch op yet still take torch types.
-    main = next(op for op in module.body.operations if _is_main(op))
+    main = find_main(module)
     return "!torch." in str(main.attributes["function_type"])
 
 

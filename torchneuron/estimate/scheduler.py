@@ -251,6 +251,18 @@ class Schedule:
             engine: round(100.0 * seconds / self.latency_s, 2) for engine, seconds in busy.items()
         }
 
+    # The keys of ``summary()`` (readers of a NEFF's estimates check against them).
+    SUMMARY_KEYS = (
+        "latency_us",
+        "engine_busy_percent",
+        "hbm_bytes",
+        "peak_hbm_bytes",
+        "weights_bytes",
+        "flops",
+        "mfu",
+        "kernels",
+    )
+
     def summary(self) -> dict:
         """The figures stored in the NEFF manifest's ``estimates``."""
         return {

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from torchneuron.estimate.scheduler import SCHEDULE_PATH
+from torchneuron.estimate.scheduler import SCHEDULE_PATH, Schedule
 from torchneuron.neff.container import Neff
 from torchneuron.neff.header import HEADER_SIZE, NeffHeader
 from torchneuron.neff.reader import check_header
@@ -43,16 +43,7 @@ def _header_of(neff: Neff) -> tuple[NeffHeader, dict[str, int]]:
 
 def _estimate_lines(estimates: dict, manifest: dict) -> list[str]:
     """The manifest's ``estimates`` as labelled lines; unknown keys are listed as they are."""
-    known = {
-        "latency_us",
-        "engine_busy_percent",
-        "hbm_bytes",
-        "peak_hbm_bytes",
-        "weights_bytes",
-        "flops",
-        "mfu",
-        "kernels",
-    }
+    known = set(Schedule.SUMMARY_KEYS)
     where = f"{manifest.get('target', '?')}, LNC={manifest.get('lnc', '?')}"
     lines = [f"estimates (cost model, one {where} logical NeuronCore):"]
     if isinstance(estimates.get("latency_us"), (int, float)):

@@ -14,7 +14,7 @@ sequence of tensor ops (one step per column, batched over leading dims):
 - scaling and squaring of a Taylor polynomial -> ``linalg_matrix_exp``.
 
 QR by Householder reflections lives in ``qr`` (it shares ``is_small`` and
-``adjoint`` from here).
+``conjugate_transpose`` from here).
 
 ``info`` outputs report a zero pivot / non-positive-definite minor like LAPACK;
 ``_linalg_check_errors`` (which raises on the CPU) has no device equivalent and
@@ -42,7 +42,7 @@ def is_small(*matrices: torch.Tensor) -> bool:
     )
 
 
-def adjoint(m: torch.Tensor) -> torch.Tensor:
+def conjugate_transpose(m: torch.Tensor) -> torch.Tensor:
     return m.transpose(-2, -1)
 
 
@@ -114,7 +114,7 @@ def linalg_cholesky_ex(self, *, upper=False, check_errors=False):
     if not is_small(self) or self.shape[-1] != self.shape[-2]:
         return NotImplemented
     lower, info = _cholesky_lower(self)
-    return (adjoint(lower) if upper else lower), info
+    return (conjugate_transpose(lower) if upper else lower), info
 
 
 @lowering_rule(aten.cholesky.default)
@@ -146,7 +146,9 @@ def _solve_triangular(a, b, upper: bool, left: bool, unit: bool):
     # upper systems are lower ones with rows and columns reversed; right-side X A = B
     # is A^T X^T = B^T
     if not left:
-        return adjoint(_solve_triangular(adjoint(a), adjoint(b), not upper, True, unit))
+        return conjugate_transpose(
+            _solve_triangular(conjugate_transpose(a), conjugate_transpose(b), not upper, True, unit)
+        )
     if upper:
         flipped = _solve_lower_left(a.flip(-1, -2), b.flip(-2), unit)
         return flipped.flip(-2)
@@ -174,15 +176,15 @@ def triangular_solve(self, A, upper=True, transpose=False, unitriangular=False):
         return NotImplemented
     a, b = _broadcast_batch(A, self)
     if transpose:
-        a, upper = adjoint(a), not upper
+        a, upper = conjugate_transpose(a), not upper
     return _solve_triangular(a, b, upper, True, unitriangular), A.clone()
 
 
 def _cholesky_solve(b, factor, upper):
-    lower = adjoint(factor) if upper else factor
+    lower = conjugate_transpose(factor) if upper else factor
     lower, b = _broadcast_batch(lower, b)
     y = _solve_triangular(lower, b, False, True, False)
-    return _solve_triangular(adjoint(lower), y, True, True, False)
+    return _solve_triangular(conjugate_transpose(lower), y, True, True, False)
 
 
 @lowering_rule(aten.cholesky_solve.default)
@@ -296,7 +298,7 @@ def _lu_solve(lu, pivots, b, left=True, adjoint=False):
     m = lu.shape[-1]
     if not left:
         # X A = B  <=>  A^T X^T = B^T
-        return adjoint(_lu_solve(lu, pivots, adjoint(b), True, not adjoint))
+        return conjugate_transpose(_lu_solve(lu, pivots, conjugate_transpose(b), True, not adjoint))
     lu, b = _broadcast_batch(lu, b)
     perm = _permutation_of(pivots, m).expand(*lu.shape[:-2], m)
     if not adjoint:
@@ -305,8 +307,8 @@ def _lu_solve(lu, pivots, b, left=True, adjoint=False):
         y = _solve_triangular(lu, permuted, False, True, True)
         return _solve_triangular(lu, y, True, True, False)
     # A^T = U^T L^T P^T: U^T Y = B, L^T Z = Y, X = P Z
-    y = _solve_triangular(adjoint(lu), b, False, True, False)
-    z = _solve_triangular(adjoint(lu), y, True, True, True)
+    y = _solve_triangular(conjugate_transpose(lu), b, False, True, False)
+    z = _solve_triangular(conjugate_transpose(lu), y, True, True, True)
     inverse = torch.argsort(perm, dim=-1)
     return torch.gather(z, -2, inverse.unsqueeze(-1).expand(z.shape))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from . import lowering_rule
-from .linalg import adjoint, is_small
+from .linalg import conjugate_transpose, is_small
 
 aten = torch.ops.aten
 
@@ -114,7 +114,7 @@ def ormqr(self, input2, input3, left=True, transpose=False):
     m = self.shape[-2]
     q = _apply_reflectors(self, input2, _identity(self, m, m))
     if transpose:
-        q = adjoint(q)
+        q = conjugate_transpose(q)
     return torch.matmul(q, input3) if left else torch.matmul(input3, q)
 
 
