@@ -12,6 +12,7 @@ unsupported rather than compiled into a program too large to run.
 from __future__ import annotations
 
 import math
+import threading
 
 import torch
 
@@ -194,8 +195,55 @@ def index_fill(self, dim, index, value):
     return aten.index_fill.int_Tensor(self, dim, index, value.to(self.dtype))
 
 
+# Set while a rule re-issues an indexing op with its indices wrapped, so that the rule
+# declines the inner call (it cannot tell at trace time that the indices are wrapped).
+_wrapping = threading.local()
+
+
+def _wrap_negative_indices(self, indices) -> list | None:
+    """Integer index tensors with negatives counted from the end (i < 0 -> i + size), as
+    PyTorch's advanced indexing does; StableHLO's gather and scatter clamp them instead
+    (``t[tensor([-1])]`` read ``t[0]``). None when nothing needs wrapping or a bool mask
+    makes the dims an index applies to data-dependent."""
+    if getattr(_wrapping, "active", False):
+        return None
+    wrapped, changed = [], False
+    for dim, index in enumerate(indices):
+        if index is None:
+            wrapped.append(None)
+            continue
+        if index.dtype in (torch.bool, torch.uint8):
+            return None
+        if index.is_floating_point() or index.is_complex() or dim >= self.dim():
+            return None
+        wrapped.append(torch.where(index < 0, index + self.shape[dim], index))
+        changed = True
+    return wrapped if changed else None
+
+
+def _reissued(op, self, indices, *rest):
+    _wrapping.active = True
+    try:
+        return op(self, indices, *rest)
+    finally:
+        _wrapping.active = False
+
+
+@lowering_rule(aten.index.Tensor)
+def index(self, indices):
+    # x[i] with negative entries in i -> x[where(i < 0, i + size, i)]
+    wrapped = _wrap_negative_indices(self, indices)
+    if wrapped is None:
+        return NotImplemented
+    return _reissued(aten.index.Tensor, self, wrapped)
+
+
 @lowering_rule(aten.index_put.default)
 def index_put(self, indices, values, accumulate=False):
+    # x[i] = v with negative entries in i -> x[where(i < 0, i + size, i)] = v
+    wrapped = _wrap_negative_indices(self, indices)
+    if wrapped is not None:
+        return _reissued(aten.index_put.default, self, wrapped, values, accumulate)
     # x[mask] = v with v not depending on how many are selected -> where(mask, v, x)
     if len(indices) != 1 or indices[0] is None or indices[0].dtype != torch.bool:
         return NotImplemented
