@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import ast
 import re
-import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "torchneuron"
@@ -143,33 +140,3 @@ def test_long_files_say_why():
         f"over {LONG_FILE_LINES} lines without '{LONG_FILE_MARKER}' in the docstring: "
         + ", ".join(unexplained)
     )
-
-
-def _loaded_after(statement: str, env_extra: dict[str, str] | None = None) -> set[str]:
-    code = f"{statement}\nimport sys\nprint('\\n'.join(sorted(sys.modules)))\n"
-    env = {"PATH": "/usr/bin:/bin", "TORCH_DEVICE_BACKEND_AUTOLOAD": "1", **(env_extra or {})}
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-        env=env,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    return set(result.stdout.split())
-
-
-HEAVY = ("torch", "torch_mlir", "jax", "jaxlib", "ml_dtypes")
-UPPER = ("torchneuron.compiler", "torchneuron.device", "torchneuron.backend", "torchneuron.cli")
-
-
-@pytest.mark.parametrize(
-    "statement", ["import torchneuron", "import torchneuron.neff", "import torchneuron.runtime"]
-)
-def test_light_imports_load_no_stage_above_them(statement):
-    loaded = _loaded_after(statement)
-    heavy = sorted(m for m in loaded if m.split(".")[0] in HEAVY)
-    upper = sorted(m for m in loaded if m.startswith(UPPER))
-    assert not heavy and not upper, f"{statement} loaded {(upper + heavy)[:12]}"

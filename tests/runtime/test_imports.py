@@ -57,6 +57,14 @@ def test_import_loads_no_torch_mlir_xla_or_upper_stage(statement):
     assert "torchneuron.runtime" in loaded or "torchneuron.neff" in loaded
 
 
+def test_the_package_facade_loads_no_stage():
+    # `import torchneuron` alone (torch not imported) loads only the base layer.
+    loaded = modules_after("import torchneuron")
+    ours = sorted(m for m in loaded if m.startswith("torchneuron"))
+    assert ours == ["torchneuron", "torchneuron.version"], ours
+    assert not [m for m in loaded if m.split(".")[0] in FORBIDDEN_ROOTS]
+
+
 def test_loading_the_executor_pulls_in_no_compiler_or_passes():
     # load_neff needs the MLIR bindings and XLA, but never the compiler or its passes.
     loaded = modules_after("from torchneuron.runtime import load_neff")

@@ -162,37 +162,12 @@ def _convolution_kernel(op: torch._ops.OpOverload) -> Callable:
 
     def kernel(*args, **kwargs):
         if target is aten.convolution_backward.default:
-            (
-                grad_output,
-                input,
-                weight,
-                stride,
-                padding,
-                dilation,
-                transposed,
-                output_padding,
-                groups,
-                output_mask,
-            ) = args
-            # The bias has one value per output channel (the gradient's channel dim).
+            # convolution_backward takes bias_sizes after the weight: one value per output
+            # channel (the gradient's channel dim) when the bias gradient is wanted.
+            grad_output, input, weight, *parameters = args
+            output_mask = parameters[-1]
             bias_sizes = [grad_output.shape[1]] if output_mask[2] else None
-            return run_op(
-                target,
-                (
-                    grad_output,
-                    input,
-                    weight,
-                    bias_sizes,
-                    stride,
-                    padding,
-                    dilation,
-                    transposed,
-                    output_padding,
-                    groups,
-                    output_mask,
-                ),
-                {},
-            )
+            return run_op(target, (grad_output, input, weight, bias_sizes, *parameters), {})
         return run_op(target, args, kwargs)
 
     return kernel
