@@ -160,6 +160,7 @@ class Compilation:
 
     def _fx(self) -> str:
         self.prepared = lowering.prepare_graph(self.gm, self.weights)
+        _made_on_host(self.prepared.graph_module.graph)
         self.weights = self.prepared.weights
         self.graph = self.prepared.graph_module.graph
         self.marks = [(a.kind, a.name) for a in self.prepared.arguments]
@@ -373,6 +374,37 @@ class Compilation:
             pass_counters=dict(report.counters) if report else {},
             schedule=self.schedule,
             estimate_seconds=self.estimate_seconds,
+        )
+
+
+def _made_on_host(graph: torch.fx.Graph) -> None:
+    """Factory ops of the graph (``arange``, ``scalar_tensor``, ...) make CPU tensors.
+
+    A graph traced from ``neuron`` tensors names the device in its factory ops'
+    ``device=`` arguments. The program runs where its inputs live and its outputs
+    are given their device, so the name means nothing to the program (and
+    torch-mlir cannot import ``neuron``). A graph that moves tensors between
+    devices is refused: its outputs would come back on the wrong one.
+    """
+    devices = set()
+    for node in graph.nodes:
+        if node.op in ("placeholder", "output"):
+            values = [node.meta.get("val")] if node.op == "placeholder" else node.args[0]
+            for value in values if isinstance(values, (list, tuple)) else [values]:
+                if isinstance(value, torch.fx.Node):
+                    value = value.meta.get("val")
+                if isinstance(value, torch.Tensor):
+                    devices.add(value.device.type)
+            continue
+        device = node.kwargs.get("device") if node.op == "call_function" else None
+        if isinstance(device, torch.device):
+            devices.add(device.type)
+            if device.type != "cpu":
+                node.kwargs = {**node.kwargs, "device": torch.device("cpu")}
+    if len(devices) > 1:
+        raise LoweringError(
+            f"the graph moves tensors between devices ({', '.join(sorted(devices))}); "
+            "a compiled program runs on one device"
         )
 
 

@@ -132,8 +132,11 @@ def compile_op(
     key = key_for("eager-op", target, key_parts)
 
     def compile_now() -> bytes:
-        gm, fake_inputs = trace(op_name, specs, traced_fn)
-        return _compile_graph(op_name, gm, fake_inputs, target)
+        def trace_and_compile() -> bytes:
+            gm, fake_inputs = trace(op_name, specs, traced_fn)
+            return _compile_graph(op_name, gm, fake_inputs, target)
+
+        return in_clean_thread(trace_and_compile)
 
     neff = cache.get_or_compile(key, compile_now)
     input_order = _input_order(op_name, neff, len(specs))
@@ -141,6 +144,33 @@ def compile_op(
     with _live_lock:
         _live_ops[key] = compiled
     return compiled
+
+
+def in_clean_thread(fn: Callable[[], Any]) -> Any:
+    """``fn()`` run on a fresh thread, its exception re-raised here.
+
+    Tracing keeps its state in thread-locals: dispatch and function modes, the
+    functionalization and autocast keys, grad mode, Dynamo's frame hook. An eager op
+    can be reached while the caller's thread is itself tracing (torch.compile's fake
+    mode runs the real op on a device constant, ``torch.tensor(1.0, device="neuron")``
+    inside a compiled function), and tracing the op's program under that state
+    crashed the process. A new thread starts with none of it, so the op's program is
+    traced the same way whoever asked for it.
+    """
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = fn()
+        except BaseException as error:  # re-raised on the caller's thread
+            outcome["error"] = error
+
+    worker = threading.Thread(target=run, name="torchneuron-op-compile")
+    worker.start()
+    worker.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def trace(
