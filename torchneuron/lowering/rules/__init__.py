@@ -42,6 +42,7 @@ def lowering_rules() -> dict[torch._ops.OpOverload, Rule]:
     """Every rule, with each family's module imported."""
     from . import (  # noqa: F401
         arithmetic,
+        attention,
         convolution,
         creation,
         indexing,

@@ -1,0 +1,124 @@
+"""Ops real models hit run natively (fallback off) in both modes and match PyTorch on the CPU.
+
+Each test names the op and the form that used to leave the device (or fail to
+compile), and compares eager mode (``fn(x.to("neuron"))``) and compile mode
+(``torch.compile(fn, backend="neuron")``) with PyTorch on the CPU: exactly where
+PyTorch's answer is exact (indices, integers), else with tight tolerances.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+
+
+@pytest.fixture(autouse=True)
+def no_fallback(monkeypatch):
+    # a CPU fallback would hide a wrong lowering: these must run on the device
+    monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
+
+
+def _to(value, device):
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_to(v, device) for v in value)
+    return value
+
+
+def _assert_same(got, expected, exact: bool, rtol=1.3e-6, atol=1e-6):
+    if isinstance(expected, (tuple, list)):
+        assert len(got) == len(expected)
+        for g, e in zip(got, expected):
+            _assert_same(g, e, exact, rtol, atol)
+        return
+    got = got.cpu()
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    if exact:
+        assert torch.equal(got, expected)
+    else:
+        torch.testing.assert_close(got, expected, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def _both_modes(fn, *inputs, exact=False, **tolerance):
+    """fn on the device in eager and compile mode equals fn on the CPU."""
+    expected = fn(*inputs)
+    eager = fn(*_to(inputs, "neuron"))
+    _assert_same(eager, expected, exact, **tolerance)
+    compiled = torch.compile(fn, backend="neuron")(*inputs)
+    _assert_same(compiled, expected, exact, **tolerance)
+
+
+# --- nn.MultiheadAttention / nn.TransformerEncoderLayer inference fast paths -----------------
+
+
+def _module_both_modes(make, call):
+    """``call(module, x)`` for a module in eval mode, on the CPU, the device, and compiled."""
+    torch.manual_seed(0)
+    module = make().eval()
+    x = torch.randn(2, 5, 8)
+    with torch.no_grad():
+        expected = call(module, x)
+        on_device = make().eval().to("neuron")
+        on_device.load_state_dict(module.state_dict())
+        eager = call(on_device, x.to("neuron"))
+        compiled = call(torch.compile(module, backend="neuron"), x)
+    for got in (eager, compiled):
+        got, want = (got, expected) if isinstance(expected, tuple) else ((got,), (expected,))
+        for g, w in zip(got, want):
+            if w is None:
+                continue
+            torch.testing.assert_close(g.cpu(), w, rtol=1e-5, atol=2e-6, equal_nan=True)
+
+
+def _attention():
+    return nn.MultiheadAttention(8, 2, batch_first=True)
+
+
+def test_multihead_attention_fast_path_without_weights_runs_natively():
+    _module_both_modes(_attention, lambda m, x: m(x, x, x, need_weights=False))
+
+
+def test_multihead_attention_fast_path_with_per_head_weights_runs_natively():
+    _module_both_modes(_attention, lambda m, x: m(x, x, x, average_attn_weights=False))
+
+
+def test_multihead_attention_fast_path_with_causal_mask_runs_natively():
+    causal = torch.triu(torch.ones(5, 5, dtype=torch.bool), 1)
+    _module_both_modes(
+        _attention, lambda m, x: m(x, x, x, attn_mask=causal.to(x.device), need_weights=False)
+    )
+
+
+def test_native_multi_head_attention_padding_mask_masks_whole_rows_to_nan():
+    # mask_type 1 (key padding); a batch entry with every key masked is NaN, as on the CPU
+    torch.manual_seed(0)
+    m = _attention()
+    x = torch.randn(2, 5, 8)
+    padding = torch.zeros(2, 5, dtype=torch.bool)
+    padding[0, 3:] = True
+    padding[1, :] = True
+
+    def fn(x, w, b, pw, pb, mask):
+        return torch._native_multi_head_attention(x, x, x, 8, 2, w, b, pw, pb, mask, True, True, 1)
+
+    with torch.no_grad():
+        weights = (m.in_proj_weight, m.in_proj_bias, m.out_proj.weight, m.out_proj.bias)
+        _both_modes(fn, x, *weights, padding, rtol=1e-5, atol=2e-6)
+
+
+def _encoder_layer(**options):
+    return lambda: nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True, **options)
+
+
+def test_transformer_encoder_layer_fast_path_runs_natively():
+    _module_both_modes(_encoder_layer(), lambda m, x: m(x))
+
+
+def test_transformer_encoder_layer_fast_path_gelu_norm_first_with_padding_mask_runs_natively():
+    padding = torch.tensor([[False] * 5, [False, False, False, True, True]])
+    _module_both_modes(
+        _encoder_layer(activation="gelu", norm_first=True),
+        lambda m, x: m(x, src_key_padding_mask=padding.to(x.device)),
+    )
