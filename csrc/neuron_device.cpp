@@ -655,6 +655,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   // Views share the device storage: the CPU implementations only touch metadata.
   m.impl("view", TORCH_FN(at::native::view));
   m.impl("as_strided", TORCH_FN(at::native::as_strided_tensorimpl));
+  // In place, a view op too (t_, transpose_, squeeze_, ... call it): it changes the
+  // tensor's sizes and strides and never its data.
+  m.impl("as_strided_", TORCH_FN(at::native::as_strided__symint));
   m.impl("_reshape_alias", TORCH_FN(at::native::_reshape_alias));
   m.impl("unfold", TORCH_FN(at::native::unfold));
   m.impl("view_as_real", TORCH_FN(at::native::view_as_real));
