@@ -31,7 +31,7 @@ import torch
 
 from torchneuron.device.compiled import compiled_cache_info, run_compiled
 from torchneuron.device.host import run_on_host, run_random
-from torchneuron.device.plan import Route, flatten, plan_for, plans_by_op
+from torchneuron.device.plan import Route, flatten, indices_on_device, plan_for, plans_by_op
 
 __all__ = ["compiled_cache_info", "install", "run_op"]
 
@@ -45,6 +45,8 @@ def run_op(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
     """Run one ATen op call whose dispatch key is PrivateUse1."""
     plan = plans_by_op.get(op) or plan_for(op)
     values = plan.normalize(args, kwargs)
+    if plan.host_indices is not None:
+        values = indices_on_device(plan, values)
     device, key, tensors, scalars = flatten(plan, values)
     route = plan.route
     if route is COMPILED:

@@ -144,6 +144,9 @@ class OpPlan:
     # Scalar arguments that are program inputs, and how to call the op with tensors there
     lifted: frozenset = frozenset()
     rewrite: Any = None
+    # position of the index list of an advanced-indexing op, whose index tensors may
+    # live on the CPU (PyTorch moves them to the indexed tensor's device)
+    host_indices: int | None = None
 
     def normalize(self, args: tuple, kwargs: dict) -> list:
         values = list(args)
@@ -265,6 +268,7 @@ def plan_for(op: torch._ops.OpOverload) -> OpPlan:
             i for i, kind in enumerate(kinds) if kind is TENSOR or kind is OPTIONAL_TENSOR
         ),
         numbers_need_tensors=not binding_takes_numbers_as_tensors(op),
+        host_indices=_index_list_position(schema.name, arguments),
     )
     if route is Route.COMPILED and (SCALAR in kinds or SCALAR_LIST in kinds):
         from torchneuron.device.scalars import rewrite_for
@@ -276,6 +280,48 @@ def plan_for(op: torch._ops.OpOverload) -> OpPlan:
     with _plans_lock:
         plans_by_op[op] = plan
     return plan
+
+
+# Advanced indexing takes index tensors from the CPU for a tensor on a device
+# (``t[cpu_index]``, ``t[cpu_mask] = v``, ``index_put_``), as PyTorch does on CUDA.
+_INDEXING_OPS = frozenset(
+    {
+        "aten::index",
+        "aten::index_put",
+        "aten::index_put_",
+        "aten::_index_put_impl_",
+        "aten::_unsafe_index",
+        "aten::_unsafe_index_put",
+    }
+)
+
+
+def _index_list_position(name: str, arguments) -> int | None:
+    if name not in _INDEXING_OPS:
+        return None
+    for position, argument in enumerate(arguments):
+        if argument.name == "indices" and argument_kind(argument) is OPTIONAL_TENSOR_LIST:
+            return position
+    return None
+
+
+def indices_on_device(plan: OpPlan, values: list) -> list:
+    """``values`` with the CPU tensors of the index list moved to the indexed tensor's device."""
+    position = plan.host_indices
+    indices = values[position]
+    source = values[0]
+    if not isinstance(source, torch.Tensor) or source.device.type != DEVICE_TYPE:
+        return values
+    if not any(isinstance(index, torch.Tensor) and index.device.type == "cpu" for index in indices):
+        return values
+    moved = list(values)
+    moved[position] = [
+        index.to(source.device)
+        if isinstance(index, torch.Tensor) and index.device.type == "cpu"
+        else index
+        for index in indices
+    ]
+    return moved
 
 
 # ---------------------------------------------------------------------------
