@@ -1,0 +1,130 @@
+"""What the fuzzer runs: an op under test (``FuzzOp``) and one generated case (``Case``).
+
+A case is text plus tensor specs: ``source`` defines ``fn`` (a lambda or a ``def``),
+``inputs`` are its positional arguments, named ``a, b, c, ...`` in the reproduction.
+Scalars, dims and flags are written into ``source`` by the op's generator, so the
+reproduction shows exactly the call that ran.
+
+How results are compared (``FuzzOp.compare``):
+
+- ``exact``: bit for bit, -0.0 and NaN positions included (PyTorch's result is exact:
+  neg, abs, relu, min/max, where, copies, indexing, sorting, shape ops).
+- ``ieee``: one correctly rounded IEEE operation (add, sub, mul, div): relative
+  tolerance only (no absolute term, so a flushed denormal is a difference) and the
+  sign of an exact zero must match.
+- ``approx``: the dtype's tolerance of ``conformance.compare.TOLERANCES``; NaN and
+  infinities must be in the same places.
+Integer and bool results are always compared exactly.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import string
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from hypothesis import strategies as st
+
+from .inputs import SOURCE_NAMES, TensorSpec
+
+COMPARISONS = ("exact", "ieee", "approx")
+ARGUMENT_NAMES = string.ascii_lowercase[:8]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One input of one op: the function's source and its input tensors."""
+
+    source: str
+    inputs: tuple[TensorSpec, ...] = ()
+    compile_device: str = "cpu"  # where compile mode's inputs live
+    default_dtype: str | None = None  # torch.set_default_dtype for the whole case
+    aliases: int | None = None  # the result must alias inputs[aliases] (out=, in-place)
+
+    def function(self, source: str | None = None) -> Callable:
+        """``fn`` compiled from ``source`` (default: the case's own)."""
+        return make_function(source or self.source)
+
+    def input_sources(self, device: str) -> list[str]:
+        return [spec.source(device) for spec in self.inputs]
+
+
+def make_function(source: str) -> Callable:
+    """Evaluate a lambda expression or a ``def fn`` block; returns the function."""
+    import torch
+
+    scope = {"torch": torch, **SOURCE_NAMES}
+    if source.lstrip().startswith("def "):
+        exec(compile(source, "<fuzz case>", "exec"), scope)
+        return scope["fn"]
+    return eval(compile(source, "<fuzz case>", "eval"), scope)
+
+
+@dataclass(frozen=True)
+class FuzzOp:
+    """An op under test: a name, its family and a hypothesis strategy of cases."""
+
+    name: str
+    family: str
+    cases: Callable[[], st.SearchStrategy]
+    compare: str = "approx"
+    # Used instead of ``Case.source`` on the device (eager and compile mode) but not
+    # for the reference: the fuzzer's self-tests inject wrong or crashing
+    # implementations this way.
+    device_source: str | None = None
+    notes: str = ""
+    aten: tuple[str, ...] = field(default=())
+
+    def __post_init__(self):
+        if self.compare not in COMPARISONS:
+            raise ValueError(f"{self.name}: compare must be one of {COMPARISONS}")
+
+
+REGISTRY: dict[str, FuzzOp] = {}
+SELFTEST_FAMILY = "selftest"
+
+
+def register(op: FuzzOp) -> FuzzOp:
+    if op.name in REGISTRY:
+        raise ValueError(f"fuzz op {op.name!r} registered twice")
+    REGISTRY[op.name] = op
+    return op
+
+
+def select(patterns: str | list[str] | None) -> list[FuzzOp]:
+    """The registered ops matching comma-separated names or globs (default: all).
+
+    Self-test ops are chosen only by patterns that start with ``selftest.``: they
+    are deliberately wrong or crash.
+    """
+    from . import ops  # noqa: F401 - fills REGISTRY
+
+    if isinstance(patterns, str):
+        patterns = [p.strip() for p in patterns.split(",") if p.strip()]
+    wanted = patterns or ["*"]
+    if any(_may_name_opinfo(pattern) for pattern in wanted):
+        from .ops.opinfo import register_opinfo_ops
+
+        register_opinfo_ops()
+    chosen = []
+    for op in REGISTRY.values():
+        for pattern in wanted:
+            if op.family == SELFTEST_FAMILY and not pattern.startswith(SELFTEST_FAMILY):
+                continue
+            if fnmatch.fnmatchcase(op.name, pattern):
+                chosen.append(op)
+                break
+    return chosen
+
+
+def lookup(name: str) -> FuzzOp:
+    """The registered op called ``name`` (registering OpInfo ops when it is one)."""
+    matches = select([name])
+    if not matches or matches[0].name != name:
+        raise KeyError(f"no fuzz op named {name!r}")
+    return matches[0]
+
+
+def _may_name_opinfo(pattern: str) -> bool:
+    return pattern.startswith(("opinfo", "*", "?", "["))
