@@ -23,6 +23,9 @@ How a failed fake run is read, by exception type:
 
 from __future__ import annotations
 
+import logging
+import threading
+
 import torch
 from torch._subclasses.fake_tensor import (
     DataDependentOutputException,
@@ -50,6 +53,26 @@ ARGUMENT_ERRORS = (RuntimeError, IndexError, ValueError, TypeError)
 
 # (shape, strides, dtype) of a new output, None for an undefined one
 OutputMeta = tuple[tuple[int, ...], tuple[int, ...], torch.dtype]
+
+
+class _QuietWhileProbing(logging.Filter):
+    """Drops the fake-tensor module's log of a failed shape function while we probe.
+
+    It logs every failure of a shape function with its traceback at ERROR level; here
+    a failure is an answer (the call is rejected, or runs elsewhere), and a user's bad
+    argument already surfaces as PyTorch's own exception.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.local = threading.local()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not getattr(self.local, "probing", False)
+
+
+_quiet = _QuietWhileProbing()
+logging.getLogger("torch._subclasses.fake_tensor").addFilter(_quiet)
 
 
 class MetaUnavailable(Exception):
@@ -88,6 +111,7 @@ def output_metadata(
     """
     with FakeTensorMode(allow_non_fake_inputs=True):
         fake_values = [_fake(v) for v in values]
+        _quiet.local.probing = True
         try:
             result = plan.call(fake_values)
         except DATA_DEPENDENT_ERRORS as error:
@@ -100,6 +124,8 @@ def output_metadata(
             raise MetaRejected(f"its shape function rejected the call ({error})") from None
         except Exception as error:
             raise MetaUnavailable(f"no shape function ({type(error).__name__}: {error})") from None
+        finally:
+            _quiet.local.probing = False
     fresh = tuple(
         None if item is None else (tuple(item.shape), tuple(item.stride()), item.dtype)
         for item in new_returns(plan, result)
