@@ -2,8 +2,16 @@
 
 - ``remainder``: torch-mlir lowers it as ``fmod`` (truncated), which differs from
   PyTorch's floored remainder whenever the operands' signs differ: a silently
-  wrong program. Here it is fmod plus the sign correction.
-- ``fmod`` with a Python scalar has no StableHLO lowering; the tensor form does.
+  wrong program. Here it is fmod plus the sign correction, in the promoted dtype
+  (a bool operand included: ``remainder(tensor([True]), -3)`` is ``-2``).
+- floor division (``floor_divide``, ``div(rounding_mode="floor")``): torch-mlir
+  divides in floating point and floors, which loses the low bits of int64
+  operands above 2**53 and rounds some float quotients up (``1 // 0.1`` is 9, not
+  10). Integers divide exactly (truncating divide, then one step down where the
+  signs differ and the division is inexact); floats follow PyTorch's formula.
+- ``fmod``: torch-mlir computes it as ``a - trunc(a / b) * b`` for floats, off by
+  one divisor whenever the quotient rounds across an integer; StableHLO's own
+  ``remainder`` is C's exact fmod, and is what both rules build on.
 - ``fmax``/``fmin`` with a broadcast operand build an ill-typed compare.
 - comparisons of ``bool`` or ``uint8`` tensors become ``compare`` ops XLA rejects
   (torch-mlir marks them signed; XLA wants unsigned); they are compared as ``int32``.
@@ -11,47 +19,106 @@
 
 from __future__ import annotations
 
+import threading
+
 import torch
 
 from . import lowering_rule
 
 aten = torch.ops.aten
 
+_UNSIGNED = (torch.bool, torch.uint8)
+
+
+# Set while a rule issues ``remainder`` for StableHLO's own ``remainder`` (C's fmod,
+# exact) so that the remainder rule declines that inner call.
+_truncating = threading.local()
+
+
+def _truncated_remainder(a, b):
+    """C's fmod(a, b), exactly: torch-mlir lowers a bare ``remainder`` to StableHLO's
+    ``remainder`` (its ``fmod`` lowering, a - trunc(a / b) * b, is off for floats:
+    fmod(1, 0.1) came out -1.5e-8, not 0.1)."""
+    _truncating.active = True
+    try:
+        return aten.remainder.Tensor(a, b)
+    finally:
+        _truncating.active = False
+
 
 def _floored_remainder(self, other):
     # Python's modulo: fmod, moved into the divisor's sign when it is not there already
-    truncated = aten.fmod.Tensor(self, other)
+    truncated = _truncated_remainder(self, other)
     wrong_sign = (truncated != 0) & torch.logical_xor(truncated < 0, other < 0)
     return torch.where(wrong_sign, truncated + other, truncated)
 
 
-@lowering_rule(aten.remainder.Scalar)
-def remainder_scalar(self, other):
-    # remainder(x, s) -> r = fmod(x, s); r + s where r != 0 and sign(r) != sign(s)
-    if self.dtype == torch.bool:
-        return NotImplemented
+def _promoted(self, other):
+    """Both operands in ``torch.result_type``'s dtype (a Python scalar as a 0-d tensor)."""
     dtype = torch.result_type(self, other)
-    divisor = torch.scalar_tensor(other, dtype=dtype, device=self.device)
-    return _floored_remainder(self.to(dtype), divisor)
+    device = (self if isinstance(self, torch.Tensor) else other).device
+    self, other = (
+        v.to(dtype)
+        if isinstance(v, torch.Tensor)
+        else torch.scalar_tensor(v, dtype=dtype, device=device)
+        for v in (self, other)
+    )
+    return self, other
 
 
-@lowering_rule(aten.remainder.Tensor)
-def remainder_tensor(self, other):
+@lowering_rule(aten.remainder.Scalar, aten.remainder.Tensor)
+def remainder(self, other):
     # remainder(x, y) -> r = fmod(x, y); r + y where r != 0 and sign(r) != sign(y)
-    if not isinstance(other, torch.Tensor):
-        return remainder_scalar(self, other)
-    if self.dtype == torch.bool or other.dtype == torch.bool:
+    if getattr(_truncating, "active", False):
+        return NotImplemented  # the exact fmod issued by _truncated_remainder
+    if torch.result_type(self, other) == torch.bool:
+        return NotImplemented  # PyTorch has no bool remainder: its own error
+    return _floored_remainder(*_promoted(self, other))
+
+
+def _floored_quotient(a, b):
+    # a and b share one dtype
+    if a.is_floating_point():
+        # PyTorch's div_floor: (a - fmod(a, b)) / b, moved down a step where the
+        # remainder's sign differs from b's, then rounded to the nearest integer
+        mod = _truncated_remainder(a, b)
+        div = (a - mod) / b
+        div = torch.where((mod != 0) & torch.logical_xor(a < 0, b < 0), div - 1, div)
+        floor = torch.floor(div)
+        floor = torch.where(div - floor > 0.5, floor + 1, floor)
+        quotient = a / b
+        floor = torch.where(div != 0, floor, torch.copysign(torch.zeros_like(quotient), quotient))
+        return torch.where(b != 0, floor, quotient)
+    # integers: the truncating quotient, one lower where the signs differ and b does not divide a
+    truncated = aten.div.Tensor_mode(a, b, rounding_mode="trunc")
+    if a.dtype in _UNSIGNED:
+        return truncated
+    inexact = _truncated_remainder(a, b) != 0
+    return truncated - (inexact & torch.logical_xor(a < 0, b < 0)).to(a.dtype)
+
+
+@lowering_rule(aten.floor_divide.default, aten.floor_divide.Scalar)
+def floor_divide(self, other):
+    # floor_divide(x, y) -> floor(x / y), exactly in the promoted dtype
+    if torch.result_type(self, other) == torch.bool:
+        return NotImplemented  # PyTorch rejects bool floor division: its own error
+    return _floored_quotient(*_promoted(self, other))
+
+
+@lowering_rule(aten.div.Tensor_mode, aten.div.Scalar_mode)
+def divide_rounded(self, other, *, rounding_mode=None):
+    # div(x, y, rounding_mode="floor") -> floor_divide(x, y); other modes lower as they are
+    if rounding_mode != "floor":
         return NotImplemented
-    dtype = torch.result_type(self, other)
-    return _floored_remainder(self.to(dtype), other.to(dtype))
+    return floor_divide(self, other)
 
 
-@lowering_rule(aten.fmod.Scalar)
-def fmod_scalar(self, other):
-    # fmod(x, s) -> fmod(x, tensor(s))
-    dtype = torch.result_type(self, other)
-    divisor = torch.scalar_tensor(other, dtype=dtype, device=self.device)
-    return aten.fmod.Tensor(self.to(dtype), divisor)
+@lowering_rule(aten.fmod.Scalar, aten.fmod.Tensor)
+def fmod(self, other):
+    # fmod(x, y) -> StableHLO remainder(x, y) in the promoted dtype
+    if torch.result_type(self, other) == torch.bool:
+        return NotImplemented  # PyTorch has no bool fmod: its own error
+    return _truncated_remainder(*_promoted(self, other))
 
 
 def _nan_ignoring(extreme):
@@ -84,9 +151,6 @@ def nextafter(self, other):
     result = torch.where(x == 0, smallest, moved)
     result = torch.where(x == y, y, result)
     return torch.where(torch.isnan(x) | torch.isnan(y), x + y, result)
-
-
-_UNSIGNED = (torch.bool, torch.uint8)
 
 
 def _unsigned_comparison(op):

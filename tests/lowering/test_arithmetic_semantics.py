@@ -1,0 +1,80 @@
+"""Elementwise arithmetic gives PyTorch's values and dtypes, in both modes, natively.
+
+Each case is compared exactly with PyTorch on the CPU (dtype, NaN positions and the
+sign of zeros included), through ``torch.compile`` and through eager ``neuron`` tensors,
+with the CPU fallback off (a fallback would hide a wrong lowering).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+
+@pytest.fixture(autouse=True)
+def no_fallback(monkeypatch):
+    monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
+
+
+def assert_same(got: torch.Tensor, expected: torch.Tensor, mode: str) -> None:
+    assert got.dtype == expected.dtype, (mode, got.dtype, expected.dtype)
+    assert got.shape == expected.shape, (mode, got.shape, expected.shape)
+    nan = (
+        expected.isnan()
+        if expected.is_floating_point()
+        else torch.zeros_like(expected, dtype=torch.bool)
+    )
+    if expected.is_floating_point():
+        assert torch.equal(got.isnan(), nan), (mode, got, expected)
+        assert torch.equal(got.signbit()[~nan], expected.signbit()[~nan]), (mode, got, expected)
+    assert torch.equal(got[~nan], expected[~nan]), (mode, got, expected)
+
+
+def assert_both_modes_match(fn, *tensors):
+    expected = fn(*tensors)
+    assert_same(torch.compile(fn, backend="neuron")(*tensors), expected, "compile")
+    eager = fn(*(t.to("neuron") for t in tensors))
+    assert_same(eager.cpu(), expected, "eager")
+
+
+def test_remainder_of_bool_by_negative_scalar_matches_pytorch():
+    flags = torch.tensor([True, False])
+    assert_both_modes_match(lambda t: torch.remainder(t, -3), flags)  # [-2, 0], int64
+    assert_both_modes_match(lambda t: torch.remainder(t, -2.5), flags)  # [-1.5, 0.0]
+
+
+def test_remainder_of_float_by_bool_scalar_matches_pytorch():
+    assert_both_modes_match(lambda t: torch.remainder(t, True), torch.tensor([-7.5, 0.0, 5.25]))
+
+
+def test_remainder_and_floor_division_of_integers_by_negative_scalars_match_pytorch():
+    for dtype in (torch.int8, torch.int32, torch.int64):
+        values = torch.tensor([-7, -6, 0, 5, 6, 127], dtype=dtype)
+        assert_both_modes_match(lambda t: torch.remainder(t, -4), values)
+        assert_both_modes_match(lambda t: t // -4, values)
+        assert_both_modes_match(lambda t: torch.div(t, -4, rounding_mode="floor"), values)
+
+
+def test_int64_floor_division_is_exact_above_2_pow_53():
+    big = torch.tensor([2**53 + 1, 2**62 + 1, -(2**62) - 1, -(2**53) - 3])
+    assert_both_modes_match(lambda t: t // 1, big)
+    assert_both_modes_match(lambda t: torch.floor_divide(t, 3), big)
+    assert_both_modes_match(lambda t: torch.div(t, -3, rounding_mode="floor"), big)
+    assert_both_modes_match(lambda t, d: t // d, big, torch.tensor([7, -7, 7, -7]))
+    assert_both_modes_match(lambda t: torch.remainder(t, 7), big)
+
+
+def test_float_floor_division_follows_pytorch_rounding():
+    # 1 // 0.1 is 9 in PyTorch (fmod(1, 0.1) is just under 0.1), not floor(1 / 0.1) = 10
+    dividend = torch.tensor([1.0, -1.0, 7.5, 0.0, -0.0, 5.0, float("inf"), float("nan")])
+    divisor = torch.tensor([0.1, 0.1, -0.1, 3.0, 3.0, 0.0, 2.0, 1.0])
+    assert_both_modes_match(lambda a, b: a // b, dividend, divisor)
+    assert_both_modes_match(lambda a: a // 0.1, dividend)
+
+
+def test_fmod_of_floats_is_exact():
+    # fmod(1, 0.1) is 0.09999999..., not 1 - 10 * 0.1
+    dividend = torch.tensor([1.0, -1.0, 7.5, 5.0, -0.0, 3.0])
+    divisor = torch.tensor([0.1, 0.1, -0.1, 3.0, 2.0, float("inf")])
+    assert_both_modes_match(torch.fmod, dividend, divisor)
+    assert_both_modes_match(torch.remainder, dividend, divisor)
