@@ -28,6 +28,7 @@ from torchneuron.compiler import tensors
 from torchneuron.compiler.pipeline import CompiledGraph, compile_graph
 from torchneuron.lowering import LoweringError, decomposition_table
 from torchneuron.lowering.fx_to_torch import EmptyOutput
+from torchneuron.lowering.rules.random import seed_random_ops
 from torchneuron.lru import LRU
 
 _graph_ids = itertools.count()
@@ -153,9 +154,10 @@ def _compile_or_fallback(gm: torch.fx.GraphModule, example_inputs, name: str, op
         # AOTAutograd calls us inside its FakeTensorMode; the graph's real constant
         # tensors (lifted as weights, hashed for the cache) must be read outside it.
         with unset_fake_temporarily():
+            # random ops draw from a key given at each call (one more input)
+            seeded = seed_random_ops(gm, example_inputs)
             compiled = compile_graph(
-                gm,
-                example_inputs,
+                *(seeded or (gm, example_inputs)),
                 name=name,
                 target=opts.target,
                 pipeline=opts.pipeline,
@@ -170,16 +172,21 @@ def _compile_or_fallback(gm: torch.fx.GraphModule, example_inputs, name: str, op
             stacklevel=2,
         )
         return make_boxed_func(gm.forward)
-    return make_boxed_func(NeuronGraphFunction(compiled, opts.core))
+    return make_boxed_func(NeuronGraphFunction(compiled, opts.core, random_key=seeded is not None))
 
 
 class NeuronGraphFunction:
-    """Calls a compiled NEFF with torch tensors; returns torch tensors like the FX graph would."""
+    """Calls a compiled NEFF with torch tensors; returns torch tensors like the FX graph would.
 
-    def __init__(self, compiled: CompiledGraph, core: int = 0):
+    A graph with random ops takes a last input more than its FX graph: the key of
+    its random draws, drawn at each call from the generator of the inputs' device.
+    """
+
+    def __init__(self, compiled: CompiledGraph, core: int = 0, random_key: bool = False):
         from torchneuron.runtime import load_neff
 
         self.compiled = compiled
+        self.random_key = random_key
         self.loaded = load_neff(compiled.neff, core=core)
         self.none_outputs = set(compiled.none_outputs)
         self.constant_outputs = dict(compiled.constant_outputs)
@@ -192,6 +199,8 @@ class NeuronGraphFunction:
         on_device = device.type == "neuron"
         convert = _device_to_numpy() if on_device else tensors.to_numpy
         arrays = [convert(a) if a is not None else self._empty_input(i) for i, a in enumerate(args)]
+        if self.random_key:
+            arrays.append(_random_key(device))
         # Neuron tensors in and out are charged to HBM as tensors already.
         results = self.loaded.execute(arrays, resident=on_device)
         produced = iter(results)
@@ -271,6 +280,15 @@ def _device_to_numpy():
     from torchneuron.device.arrays import host_array
 
     return host_array
+
+
+def _random_key(device: torch.device) -> np.ndarray:
+    """Two 32-bit words from the generator of ``device`` (advancing it): a graph's random key."""
+    if device.type == "neuron":
+        from torchneuron.device.host import random_words
+
+        return np.array(random_words(device.index or 0, 2), dtype=np.int64)
+    return torch.randint(0, 2**32, (2,), dtype=torch.int64).numpy()
 
 
 def _first_device(args) -> torch.device:

@@ -15,6 +15,8 @@ Mutated arguments whose alias the kernel replaced or resized are written back.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -96,11 +98,32 @@ def run_random(plan: OpPlan, values: list, tensors: list, device: int) -> Any:
     if generator_position is not None:
         values = list(values)
         values[generator_position] = None
+    with _engine_state(generator):
+        return run_on_host(plan, values, tensors, device)
+
+
+def random_words(device: int, count: int) -> list[int]:
+    """``count`` 32-bit words drawn from ``device``'s default generator, which advances.
+
+    A compiled graph's random ops take their key from here, so ``torch.manual_seed``
+    makes them reproducible as it does eager random ops.
+    """
+    with _engine_state(_C.default_generator(device)):
+        return torch.randint(0, 2**32, (count,), dtype=torch.int64).tolist()
+
+
+@contextlib.contextmanager
+def _engine_state(generator: torch.Generator) -> Iterator[None]:
+    """Run PyTorch's CPU engine with ``generator``'s state; ``generator`` keeps what is drawn.
+
+    A device generator is a CPU engine bound to the device, and CPU kernels only
+    draw from a CPU generator: the default one lends its engine for the call.
+    """
     engine = torch.default_generator
     saved = engine.get_state()
     engine.set_state(generator.get_state())
     try:
-        return run_on_host(plan, values, tensors, device)
+        yield
     finally:
         generator.set_state(engine.get_state())
         engine.set_state(saved)

@@ -175,29 +175,41 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
 
 
 # -- random numbers ------------------------------------------------------------
+#
+# Dynamo must not trace these (as it skips torch.cuda's): PyTorch calls them from
+# code it runs eagerly inside a compiled function, e.g. freeze_rng_state under
+# no_dispatch(), and a frame Dynamo compiled there would make fake tensors with
+# dispatch off (an AssertionError). A compiled function that calls one of them
+# breaks its graph there and runs it eagerly, as for torch.cuda.manual_seed.
+_not_traced = torch._disable_dynamo
 
 
+@_not_traced
 def default_generator(device: Any = None) -> torch.Generator:
     """The default ``torch.Generator`` of a neuron device."""
     return _native().default_generator(_index(device))
 
 
+@_not_traced
 def manual_seed(seed: int) -> None:
     """Seed the current device's generator."""
     default_generator().manual_seed(int(seed))
 
 
+@_not_traced
 def manual_seed_all(seed: int) -> None:
     """Seed every neuron device's generator (``torch.manual_seed`` calls this)."""
     for index in range(device_count()):
         default_generator(index).manual_seed(int(seed))
 
 
+@_not_traced
 def seed() -> None:
     """Seed the current device's generator with a non-deterministic number."""
     default_generator().seed()
 
 
+@_not_traced
 def seed_all() -> None:
     first = default_generator(0)
     first.seed()
@@ -205,23 +217,28 @@ def seed_all() -> None:
         default_generator(index).manual_seed(first.initial_seed())
 
 
+@_not_traced
 def initial_seed() -> int:
     return default_generator().initial_seed()
 
 
+@_not_traced
 def get_rng_state(device: Any = "neuron") -> torch.Tensor:
     """The generator state of ``device`` as a CPU ``uint8`` tensor."""
     return default_generator(device).get_state()
 
 
+@_not_traced
 def get_rng_state_all() -> list[torch.Tensor]:
     return [get_rng_state(i) for i in range(device_count())]
 
 
+@_not_traced
 def set_rng_state(new_state: torch.Tensor, device: Any = "neuron") -> None:
     default_generator(device).set_state(new_state.detach().cpu())
 
 
+@_not_traced
 def set_rng_state_all(new_states: list[torch.Tensor]) -> None:
     for index, state in enumerate(new_states):
         set_rng_state(state, index)

@@ -49,6 +49,7 @@ def lowering_rules() -> dict[torch._ops.OpOverload, Rule]:
         linalg,
         pooling,
         qr,
+        random,
         reductions,
         special,
     )

@@ -1,0 +1,493 @@
+"""Random ops: samples drawn in the program by a counter-based generator.
+
+Two halves:
+
+- **rules** rewrite every random op (``rand``, ``randn``, ``bernoulli``,
+  ``native_dropout``, ``normal``, ``uniform``, ``exponential``, ``cauchy``,
+  ``geometric``, ``log_normal``, ``randint``, ``random``, ``multinomial``,
+  ``rrelu``...) into one primitive, ``torchneuron::random_bits(size)`` (uniform
+  32-bit words, as int64), and ATen arithmetic that turns words into samples;
+- ``seed_random_ops`` replaces the ``random_bits`` of a graph by Philox-4x32-10
+  words (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC 2011)
+  under a key the graph takes as one more input. The program stays a pure
+  function; the caller draws a fresh key from the generator of the inputs'
+  device at every call, so ``torch.manual_seed`` makes runs reproducible and
+  successive calls differ.
+
+The samples follow PyTorch's distributions, not its CPU stream. A uniform sample
+of a dtype is a multiple of 2^-p below 1 (p the dtype's precision), so ``log(1 - u)``
+is finite and Box-Muller normals are never NaN or inf (at most 5.8 sigma in
+float32, 8.6 in float64).
+
+Declined (the op stays, and ``seed_random_ops`` refuses the graph, so it falls
+back or raises): integer ranges over 2^31 (``randint``, ``random_`` of int64 and
+float64), generators passed explicitly, and random ops without a rule here
+(``randperm``, ``poisson``...). Checks PyTorch makes on the *values* at run time
+(``multinomial`` of a row with negative entries or too few nonzero categories)
+cannot be made by a compiled program: such invalid rows give indices, not an error.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Sequence
+
+import torch
+import torch.fx
+
+from . import lowering_rule
+
+aten = torch.ops.aten
+
+MASK32 = 0xFFFFFFFF
+RANDOM_KEY_INPUT = "random_key"
+_LARGEST_RANGE = 2**31  # integer ranges drawn exactly (64-bit multiply-shift)
+_PRECISION = {torch.float16: 11, torch.bfloat16: 8, torch.float32: 24, torch.float64: 53}
+
+
+@torch.library.custom_op(
+    "torchneuron::random_bits",
+    mutates_args=(),
+    schema="(SymInt[] size, Device device) -> Tensor",
+    tags=(torch.Tag.nondeterministic_seeded,),
+)
+def random_bits(size: Sequence[int], device: torch.device) -> torch.Tensor:
+    """``size`` independent uniform 32-bit words as int64: the primitive of every random op."""
+    return torch.randint(0, 2**32, tuple(size), dtype=torch.int64, device=device)
+
+
+@random_bits.register_fake
+def _random_bits_fake(size, device):
+    return torch.empty(tuple(size), dtype=torch.int64, device=device)
+
+
+# -- words -> samples ------------------------------------------------------------------
+
+
+def _int(value: int, device) -> torch.Tensor:
+    # torch-mlir lowers the Tensor forms of the integer bit ops, not the Scalar ones
+    return aten.scalar_tensor.default(value, dtype=torch.int64, device=device)
+
+
+def _shift_right(words: torch.Tensor, bits: int) -> torch.Tensor:
+    return torch.bitwise_right_shift(words, _int(bits, words.device))
+
+
+def _device(device) -> torch.device:
+    return torch.device("cpu") if device is None else torch.device(device)
+
+
+def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """Samples of half types are computed in float32 and rounded once, as on the CPU."""
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def _uniform(size, dtype: torch.dtype, device, *, open_interval: bool = False) -> torch.Tensor:
+    """U[0, 1) in ``dtype`` (multiples of 2^-p, p its precision); (0, 1) if ``open_interval``."""
+    device = _device(device)
+    if dtype == torch.float64:
+        words = random_bits([*size, 2], device)
+        high = _shift_right(words.select(-1, 0), 5)  # 27 bits
+        low = _shift_right(words.select(-1, 1), 6)  # 26 bits
+        integer = (high * _int(2**26, device) + low).to(torch.float64)
+        bits = 53
+    else:
+        bits = _PRECISION[dtype]
+        integer = _shift_right(random_bits(list(size), device), 32 - bits).to(torch.float32)
+    if open_interval:
+        integer = integer + 0.5
+    sample = integer * 2.0**-bits
+    return sample if sample.dtype == dtype else sample.to(dtype)
+
+
+def _standard_normal(size, dtype: torch.dtype, device) -> torch.Tensor:
+    """N(0, 1) by Box-Muller: sqrt(-2 log(1 - u1)) cos(2 pi u2), with 1 - u1 in (0, 1]."""
+    compute = _compute_dtype(dtype)
+    u1 = _uniform(size, compute, device)
+    u2 = _uniform(size, compute, device)
+    radius = torch.sqrt(torch.log(1.0 - u1) * -2.0)
+    return radius * torch.cos(u2 * (2.0 * math.pi))
+
+
+def _bernoulli(size, p, dtype: torch.dtype, device) -> torch.Tensor:
+    """Booleans that are True with probability ``p`` (a number or a tensor)."""
+    compute = _compute_dtype(dtype)
+    if isinstance(p, (int, float)) and min(p, 1.0 - p) < 2.0**-8:
+        compute = torch.float64  # 24-bit uniforms would quantize a tiny p too coarsely
+    return _uniform(size, compute, device) < p
+
+
+def _randint(low: int, high: int, size, dtype, device):
+    """Integers uniform in [low, high): multiply-shift over 64 random bits (Lemire), exact."""
+    span = high - low
+    if not 0 < span <= _LARGEST_RANGE:
+        return NotImplemented
+    device = _device(device)
+    if span & (span - 1) == 0:  # a power of two: the top bits of one word
+        value = _shift_right(random_bits(list(size), device), 32 - span.bit_length() + 1)
+    else:
+        # floor((w0 * 2^32 + w1) * span / 2^64) = floor((w0 * span + floor(w1 * span / 2^32)) / 2^32)
+        words = random_bits([*size, 2], device)
+        spans = _int(span, device)
+        carry = _shift_right(words.select(-1, 1) * spans, 32)
+        value = _shift_right(words.select(-1, 0) * spans + carry, 32)
+    if low:
+        value = value + _int(low, device)
+    return value.to(torch.int64 if dtype is None else dtype)
+
+
+# -- uniform and integer ops -------------------------------------------------------------
+
+
+@lowering_rule(aten.rand.default)
+def rand(size, *, dtype=None, layout=None, device=None, pin_memory=None):
+    dtype = dtype or torch.get_default_dtype()
+    if dtype not in _PRECISION:
+        return NotImplemented
+    return _uniform(size, dtype, device)
+
+
+@lowering_rule(aten.rand_like.default)
+def rand_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    return rand(self.shape, dtype=dtype or self.dtype, device=device or self.device)
+
+
+@lowering_rule(aten.uniform.default)
+def uniform(self, from_=0.0, to=1.0, *, generator=None):
+    # x.uniform_(a, b) -> u * (b - a) + a, as PyTorch's kernel computes it
+    if generator is not None or self.dtype not in _PRECISION or not from_ <= to:
+        return NotImplemented
+    compute = _compute_dtype(self.dtype)
+    sample = _uniform(self.shape, compute, self.device) * (to - from_) + from_
+    return sample.to(self.dtype)
+
+
+@lowering_rule(aten.randint.default, aten.randint.low)
+def randint(*bounds_and_size, dtype=None, layout=None, device=None, pin_memory=None):
+    # randint(high, size) or randint(low, high, size)
+    *bounds, size = bounds_and_size
+    return _randint(*([0] * (2 - len(bounds)) + bounds), size, dtype, device)
+
+
+@lowering_rule(aten.randint_like.default, aten.randint_like.low_dtype)
+def randint_like(self, *bounds, dtype=None, layout=None, device=None, pin_memory=None, **_):
+    # randint_like(x, high) or randint_like(x, low, high)
+    low, high = [0] * (2 - len(bounds)) + list(bounds)
+    return _randint(low, high, self.shape, dtype or self.dtype, device or self.device)
+
+
+# random_() with no bounds draws from [0, 2^digits] for floats, [0, max] for integers
+_RANDOM_SPAN = {
+    torch.bool: 2,
+    torch.uint8: 2**8,
+    torch.int8: 2**7,
+    torch.int16: 2**15,
+    torch.int32: 2**31,
+    torch.float16: 2**11 + 1,
+    torch.bfloat16: 2**8 + 1,
+    torch.float32: 2**24 + 1,
+}
+
+
+@lowering_rule(aten.random.default)
+def random(self, *, generator=None):
+    span = _RANDOM_SPAN.get(self.dtype)
+    if generator is not None or span is None:
+        return NotImplemented  # int64 and float64 draw 64-bit ranges
+    return _randint(0, span, self.shape, self.dtype, self.device)
+
+
+@lowering_rule(getattr(aten.random, "from"), aten.random.to)
+def random_bounded(self, *bounds, generator=None):
+    # x.random_(to) or x.random_(from, to); to=None (the dtype's limit) is declined
+    low, high = [0] * (2 - len(bounds)) + list(bounds)
+    if generator is not None or high is None:
+        return NotImplemented
+    return _randint(low, high, self.shape, self.dtype, self.device)
+
+
+# -- continuous distributions -----------------------------------------------------------
+
+
+@lowering_rule(aten.randn.default)
+def randn(size, *, dtype=None, layout=None, device=None, pin_memory=None):
+    dtype = dtype or torch.get_default_dtype()
+    if dtype not in _PRECISION:
+        return NotImplemented
+    return _standard_normal(size, dtype, device).to(dtype)
+
+
+@lowering_rule(aten.randn_like.default)
+def randn_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    return randn(self.shape, dtype=dtype or self.dtype, device=device or self.device)
+
+
+def _normal(mean, std, size, dtype, device):
+    # normal(mean, std) -> mean + std * z
+    if dtype not in _PRECISION:
+        return NotImplemented
+    return (_standard_normal(size, dtype, device) * std + mean).to(dtype)
+
+
+@lowering_rule(aten.normal_functional.default)
+def normal_functional(self, mean=0.0, std=1.0, *, generator=None):
+    if generator is not None or not std >= 0:
+        return NotImplemented
+    return _normal(mean, std, self.shape, self.dtype, self.device)
+
+
+@lowering_rule(aten.normal.Tensor_float)
+def normal_tensor_float(mean, std=1.0, *, generator=None):
+    if generator is not None or not std >= 0:
+        return NotImplemented
+    return _normal(mean, std, mean.shape, mean.dtype, mean.device)
+
+
+@lowering_rule(aten.normal.float_Tensor)
+def normal_float_tensor(mean, std, *, generator=None):
+    if generator is not None:
+        return NotImplemented
+    return _normal(mean, std, std.shape, std.dtype, std.device)
+
+
+@lowering_rule(aten.normal.Tensor_Tensor)
+def normal_tensor_tensor(mean, std, *, generator=None):
+    if generator is not None:
+        return NotImplemented
+    size = torch.broadcast_shapes(mean.shape, std.shape)
+    return _normal(mean, std, size, torch.result_type(mean, std), mean.device)
+
+
+@lowering_rule(aten.normal.float_float)
+def normal_float_float(
+    mean, std, size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None
+):
+    if generator is not None or not std >= 0:
+        return NotImplemented
+    return _normal(mean, std, size, dtype or torch.get_default_dtype(), device)
+
+
+@lowering_rule(aten.log_normal.default)
+def log_normal(self, mean=1.0, std=2.0, *, generator=None):
+    # x.log_normal_(m, s) -> exp(m + s * z)
+    if generator is not None or self.dtype not in _PRECISION or not std > 0:
+        return NotImplemented
+    z = _standard_normal(self.shape, self.dtype, self.device)
+    return torch.exp(z * std + mean).to(self.dtype)
+
+
+@lowering_rule(aten.exponential.default)
+def exponential(self, lambd=1.0, *, generator=None):
+    # x.exponential_(l) -> -log(v) / l, v = 1 - u in (0, 1]; log(v) near 1 is -eps/2, as in
+    # PyTorch's transformation, so that no sample is 0
+    if generator is not None or self.dtype not in _PRECISION or not lambd > 0:
+        return NotImplemented
+    compute = _compute_dtype(self.dtype)
+    v = 1.0 - _uniform(self.shape, compute, self.device)
+    half_eps = torch.finfo(compute).eps / 2
+    log = torch.where(v >= 1.0 - half_eps, -half_eps, torch.log(v))
+    return (log * (-1.0 / lambd)).to(self.dtype)
+
+
+@lowering_rule(aten.cauchy.default)
+def cauchy(self, median=0.0, sigma=1.0, *, generator=None):
+    # x.cauchy_(m, s) -> m + s * tan(pi (u - 1/2))
+    if generator is not None or self.dtype not in _PRECISION:
+        return NotImplemented
+    u = _uniform(self.shape, _compute_dtype(self.dtype), self.device)
+    return (torch.tan((u - 0.5) * math.pi) * sigma + median).to(self.dtype)
+
+
+@lowering_rule(aten.geometric.default)
+def geometric(self, p, *, generator=None):
+    # x.geometric_(p) -> ceil(log(v) / log(1 - p)), v = 1 - u in (0, 1]; v = 1 gives 1
+    if generator is not None or not 0.0 < p < 1.0 or self.dtype == torch.bool:
+        return NotImplemented
+    compute = torch.float64 if self.dtype in (torch.float64, torch.int64) else torch.float32
+    v = 1.0 - _uniform(self.shape, compute, self.device)
+    trials = torch.clamp_min(torch.ceil(torch.log(v) * (1.0 / math.log1p(-p))), 1.0)
+    return trials.to(self.dtype)
+
+
+# -- discrete draws -------------------------------------------------------------------------
+
+
+@lowering_rule(aten.bernoulli.default)
+def bernoulli(self, *, generator=None):
+    if generator is not None or self.dtype not in _PRECISION:
+        return NotImplemented
+    return _bernoulli(self.shape, self, self.dtype, self.device).to(self.dtype)
+
+
+@lowering_rule(aten.bernoulli.p)
+def bernoulli_p(self, p=0.5, *, generator=None):
+    if generator is not None:
+        return NotImplemented
+    return _bernoulli(self.shape, p, self.dtype, self.device).to(self.dtype)
+
+
+@lowering_rule(aten.bernoulli.Tensor)
+def bernoulli_tensor(self, p, *, generator=None):
+    if generator is not None:
+        return NotImplemented
+    return _bernoulli(self.shape, p.expand(self.shape), p.dtype, self.device).to(self.dtype)
+
+
+@lowering_rule(aten.native_dropout.default)
+def native_dropout(input, p, train):
+    # train (or None, as on the CPU): (x * keep / (1 - p), keep), keep ~ Bernoulli(1 - p)
+    if train is False or not input.is_floating_point():
+        return NotImplemented
+    keep = torch.logical_not(_bernoulli(input.shape, p, input.dtype, input.device))
+    scale = 0.0 if p == 1 else 1.0 / (1.0 - p)
+    return input * keep * scale, keep
+
+
+@lowering_rule(aten.rrelu_with_noise_functional.default)
+def rrelu_with_noise_functional(
+    self, noise, lower=0.125, upper=1.0 / 3, training=False, generator=None
+):
+    if generator is not None or self.dtype not in _PRECISION:
+        return NotImplemented
+    if not training:
+        return aten.leaky_relu.default(self, (lower + upper) / 2), noise.clone()
+    # training: slopes ~ U[lower, upper) where x <= 0 (the noise the backward reads), else 1
+    not_positive = self <= 0
+    slope = uniform(self, lower, upper)
+    output = torch.where(not_positive, self * slope, self)
+    return output, torch.where(not_positive, slope, 1.0).to(noise.dtype)
+
+
+@lowering_rule(aten.multinomial.default)
+def multinomial(self, num_samples, replacement=False, *, generator=None):
+    # Gumbel-max: argmax(log w + g), g = -log(-log u) per draw; without replacement the
+    # top num_samples of one draw per row (Gumbel-top-k)
+    if generator is not None or self.dim() not in (1, 2) or not self.is_floating_point():
+        return NotImplemented
+    compute = _compute_dtype(self.dtype)
+    log_weights = torch.log(self.to(compute))
+    if replacement and num_samples > 1:
+        size = [*self.shape[:-1], num_samples, self.shape[-1]]
+        log_weights = log_weights.unsqueeze(-2)
+    else:
+        size = list(self.shape)
+    u = _uniform(size, compute, self.device, open_interval=True)
+    keys = log_weights - torch.log(-torch.log(u))
+    if replacement and num_samples > 1:
+        return torch.argmax(keys, dim=-1)
+    return torch.topk(keys, num_samples, dim=-1).indices
+
+
+# -- the graph's key ---------------------------------------------------------------------------
+
+# Philox-4x32 round constants (Random123)
+_PHILOX_M = (0xD2511F53, 0xCD9E8D57)
+_PHILOX_W = (0x9E3779B9, 0xBB67AE85)
+_PHILOX_ROUNDS = 10
+
+
+def _mulhilo(value, multiplier: int, device):
+    """High and low 32-bit halves of ``value * multiplier`` (a product below 2^64)."""
+    if isinstance(value, int):
+        product = value * multiplier
+        return product >> 32, product & MASK32
+    product = value * _int(multiplier, device)  # may wrap past 2^63; the bits are right
+    mask = _int(MASK32, device)
+    return torch.bitwise_and(_shift_right(product, 32), mask), torch.bitwise_and(product, mask)
+
+
+def _xor(a, b, device):
+    if isinstance(a, int) and isinstance(b, int):
+        return a ^ b
+    a = _int(a, device) if isinstance(a, int) else a
+    b = _int(b, device) if isinstance(b, int) else b
+    return torch.bitwise_xor(a, b)
+
+
+def philox_words(key: torch.Tensor, count: int) -> torch.Tensor:
+    """``count`` Philox-4x32-10 words (int64 in [0, 2^32)) of ``key`` (int64[2], 32-bit words).
+
+    Block ``i`` encrypts the counter ``(i, 0, 0, 0)``; its four words are samples
+    ``4i..4i+3``.
+    """
+    device = key.device
+    blocks = -(-count // 4)
+    if blocks > MASK32:
+        raise ValueError(f"{count} random words is more than one Philox key covers")
+    c0 = torch.arange(blocks, dtype=torch.int64, device=device)
+    c1 = c2 = c3 = 0
+    k0, k1 = key[0], key[1]
+    mask = _int(MASK32, device)
+    for _ in range(_PHILOX_ROUNDS):
+        high0, low0 = _mulhilo(c0, _PHILOX_M[0], device)
+        high1, low1 = _mulhilo(c2, _PHILOX_M[1], device)
+        c0, c1, c2, c3 = (
+            _xor(_xor(high1, c1, device), k0, device),
+            low1,
+            _xor(_xor(high0, c3, device), k1, device),
+            low0,
+        )
+        k0 = torch.bitwise_and(k0 + _PHILOX_W[0], mask)
+        k1 = torch.bitwise_and(k1 + _PHILOX_W[1], mask)
+    lanes = [_int(c, device) if isinstance(c, int) else c for c in (c0, c1, c2, c3)]
+    words = torch.stack(torch.broadcast_tensors(*lanes), dim=1).reshape(-1)
+    return words[:count] if words.shape[0] != count else words
+
+
+def seed_random_ops(gm: torch.fx.GraphModule, example_inputs: Sequence):
+    """``gm`` with its random draws keyed by one more input, or None if it draws nothing.
+
+    Returns ``(graph_module, example_inputs)``: a copy of ``gm`` whose last input
+    (``random_key``, int64[2] of 32-bit words) keys Philox words that replace every
+    ``random_bits``. Raises ``UnsupportedOpError`` for a random op left without a
+    rule (the graph must not draw from an unseeded source).
+    """
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from ..errors import UnsupportedOpError, describe_value, node_source
+
+    draws = []
+    for node in gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        if node.target is torch.ops.torchneuron.random_bits.default:
+            draws.append(node)
+        elif torch.Tag.nondeterministic_seeded in getattr(node.target, "tags", ()):
+            operands = [a.meta.get("val") for a in node.all_input_nodes]
+            raise UnsupportedOpError(
+                str(node.target),
+                [describe_value(v) for v in operands if v is not None],
+                node_source(node),
+                "no native sampler for this random op (or for these arguments)",
+            )
+    if not draws:
+        return None
+    graph = copy.deepcopy(gm.graph)
+    copies = {old: new for old, new in zip(gm.graph.nodes, graph.nodes)}
+    draws = [copies[node] for node in draws]
+    sizes = [list(node.args[0]) for node in draws]
+    counts = [math.prod(size) for size in sizes]
+    device = torch.device(draws[0].args[1])
+
+    def words(key):
+        flat = philox_words(key, sum(counts))
+        return tuple(part.reshape(size) for part, size in zip(flat.split(counts), sizes))
+
+    with FakeTensorMode():
+        key = torch.empty(2, dtype=torch.int64, device=device)
+        words_gm = make_fx(words)(key)
+    inputs = [node for node in graph.nodes if node.op == "placeholder"]
+    where = graph.inserting_after(inputs[-1]) if inputs else graph.inserting_before(draws[0])
+    with where:
+        key_node = graph.placeholder(RANDOM_KEY_INPUT)
+    key_node.meta["val"] = key
+    (key_placeholder,) = [n for n in words_gm.graph.nodes if n.op == "placeholder"]
+    with graph.inserting_before(draws[0]):
+        outputs = graph.graph_copy(words_gm.graph, {key_placeholder: key_node})
+    for node, output in zip(draws, outputs):
+        node.replace_all_uses_with(output)
+        graph.erase_node(node)
+    graph.lint()
+    return torch.fx.GraphModule(gm, graph), [*example_inputs, key]
