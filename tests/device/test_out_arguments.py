@@ -67,3 +67,22 @@ def test_a_rejected_out_argument_raises_pytorchs_error_without_logging_a_traceba
     with caplog.at_level("DEBUG"), pytest.raises(RuntimeError, match="can't be cast"):
         torch.add(a, a, out=wrong)
     assert [r for r in caplog.records if r.name.startswith("torch._subclasses")] == []
+
+
+@pytest.mark.parametrize("destination", DESTINATIONS)
+def test_compiled_out_into_a_view_of_a_neuron_tensor_matches_eager_cpu(destination):
+    # An out= into a non-contiguous destination is a graph break: the op runs eagerly
+    # inside the compiled function, and Dynamo must not try to trace the device's kernel.
+    def fn(a, out):
+        torch.mul(a, 2, out=out)
+        return out
+
+    a = torch.arange(6.0).view(2, 3)
+    cpu_base, cpu_view = DESTINATIONS[destination]("cpu")
+    expected = fn(a, cpu_view)
+    base, view = DESTINATIONS[destination]("neuron")
+    torch._dynamo.reset()
+    got = torch.compile(fn, backend="neuron")(a.to("neuron"), view)
+    assert torch.equal(got.cpu(), expected)
+    assert (got.shape, got.stride()) == (expected.shape, expected.stride())
+    assert torch.equal(base.cpu(), cpu_base)

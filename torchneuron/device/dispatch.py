@@ -173,3 +173,31 @@ def _convolution_kernel(op: torch._ops.OpOverload) -> Callable:
         return run_op(target, args, kwargs)
 
     return kernel
+
+
+def _run_without_dynamo(*functions: Callable) -> None:
+    """Tell Dynamo never to trace the kernels' frames, nor any frame they call.
+
+    A kernel runs when an op on neuron tensors executes eagerly, which under
+    torch.compile includes the ops of a graph break; Dynamo would otherwise try to
+    compile the kernel's own Python (and fail on its numpy buffers). The strategy is
+    set on the code objects, so it costs nothing per call and needs no Dynamo import.
+    """
+    from torch._C._dynamo.eval_frame import (
+        _FrameAction,
+        _FrameExecStrategy,
+        set_code_exec_strategy,
+    )
+
+    skip = _FrameExecStrategy(_FrameAction.SKIP, _FrameAction.SKIP)
+    for function in functions:
+        set_code_exec_strategy(function.__code__, skip)
+
+
+_run_without_dynamo(
+    run_op,
+    _boxed_fallback,
+    _direct_kernel(aten.add.Tensor),  # every direct kernel shares this code object
+    _native_batch_norm_kernel,
+    _convolution_kernel(aten.convolution_overrideable.default),
+)
