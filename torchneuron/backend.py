@@ -111,6 +111,7 @@ def _dynamo_graph_key(gm: torch.fx.GraphModule, example_inputs, opts) -> str | N
                 torch.is_grad_enabled(),
                 torch.is_inference_mode_enabled(),
                 torch.is_autocast_enabled("cpu"),
+                torch.get_default_dtype(),
                 fallback_disabled(),
                 opts.target,
                 opts.pipeline,

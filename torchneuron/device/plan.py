@@ -347,7 +347,8 @@ def flatten(plan: OpPlan, values: list) -> tuple[int, tuple, list, list]:
     call's tensors in argument order; ``scalars`` the Python numbers that are program
     inputs (numbers in Tensor positions, lifted Scalar arguments not at their default).
     """
-    key: list = [plan.op]
+    # the default dtype decides the result type of factory ops and of int / int
+    key: list = [plan.op, torch.get_default_dtype()]
     tensors: list[torch.Tensor] = []
     scalars: list = []
     found: torch.device | None = None
