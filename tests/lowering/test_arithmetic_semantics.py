@@ -78,3 +78,28 @@ def test_fmod_of_floats_is_exact():
     divisor = torch.tensor([0.1, 0.1, -0.1, 3.0, 2.0, float("inf")])
     assert_both_modes_match(torch.fmod, dividend, divisor)
     assert_both_modes_match(torch.remainder, dividend, divisor)
+
+
+SIGNED = torch.tensor([-0.0, 0.0, -1.0, 1.0, float("nan"), float("inf"), -float("inf"), 6.0, 7.0])
+
+
+def test_relu_of_negative_zero_is_negative_zero():
+    # PyTorch's relu is clamp_min(x, 0): x unless x < 0, so -0.0 and NaN stay
+    assert_both_modes_match(torch.relu, SIGNED)
+    assert_both_modes_match(torch.nn.functional.relu6, SIGNED)
+
+
+def test_clamp_and_hardtanh_keep_negative_zero_and_propagate_nan():
+    assert_both_modes_match(lambda t: torch.clamp(t, min=0.0), SIGNED)
+    assert_both_modes_match(lambda t: torch.clamp(t, 0.0, 6.0), SIGNED)
+    assert_both_modes_match(lambda t: torch.clamp(t, max=-0.0), SIGNED)
+    assert_both_modes_match(lambda t: torch.nn.functional.hardtanh(t, 0.0, 6.0), SIGNED)
+    bound = torch.tensor([1.0, 2.0, float("nan"), 0.5, 1.0, float("nan"), -1.0, 3.0, 9.0])
+    assert_both_modes_match(lambda t, b: torch.clamp(t, min=b), SIGNED, bound)
+    assert_both_modes_match(lambda t, b: torch.clamp(t, max=b), SIGNED, bound)
+
+
+def test_leaky_relu_and_elu_keep_negative_zero():
+    assert_both_modes_match(lambda t: torch.nn.functional.leaky_relu(t, 0.1), SIGNED)
+    assert_both_modes_match(torch.nn.functional.elu, SIGNED)
+    assert_both_modes_match(torch.nn.functional.selu, SIGNED)

@@ -1,0 +1,95 @@
+"""Clamps and the piecewise activations built on them, with PyTorch's signed zeros and NaNs.
+
+torch-mlir lowers a clamp to StableHLO ``maximum``/``minimum``, which order -0.0
+below 0.0: ``relu(-0.0)`` came out 0.0. PyTorch's CPU kernels keep ``x`` unless it
+lies strictly outside a bound (``x < lo ? lo : x``), so ``relu(-0.0)``,
+``clamp(-0.0, min=0)`` and ``hardtanh(-0.0, 0, 6)`` are -0.0, a NaN input stays NaN,
+and a NaN bound gives NaN. ``leaky_relu`` and ``elu`` keep the sign of a zero input
+too (``-0.0 * slope``, ``expm1(-0.0)``). The rules cover floating inputs of the
+result's dtype; integer clamps have no signed zero and keep their lowering.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from . import lowering_rule
+
+aten = torch.ops.aten
+
+
+def _floating_in_place(self, *bounds) -> bool:
+    """True when ``self`` is floating and no bound promotes it to another dtype."""
+    if not self.is_floating_point():
+        return False
+    return all(bound is None or torch.result_type(self, bound) == self.dtype for bound in bounds)
+
+
+def _clamped(self, low, high):
+    # x < lo ? lo : x, then v > hi ? hi : v; a NaN bound gives NaN (x's own NaN stays)
+    result = self
+    for bound, outside in ((low, torch.lt), (high, torch.gt)):
+        if bound is None:
+            continue
+        if not isinstance(bound, torch.Tensor):
+            bound = torch.scalar_tensor(bound, dtype=self.dtype, device=self.device)
+        bound = bound.to(self.dtype)
+        result = torch.where(outside(result, bound) | torch.isnan(bound), bound, result)
+    return result
+
+
+@lowering_rule(aten.clamp.default, aten.clamp.Tensor)
+def clamp(self, min=None, max=None):
+    # clamp(x, lo, hi) -> where(x < lo, lo, x), then where(v > hi, hi, v)
+    if not _floating_in_place(self, min, max):
+        return NotImplemented
+    return _clamped(self, min, max)
+
+
+@lowering_rule(aten.clamp_min.default, aten.clamp_min.Tensor)
+def clamp_min(self, min):
+    # clamp_min(x, lo) -> where(x < lo, lo, x)
+    if not _floating_in_place(self, min):
+        return NotImplemented
+    return _clamped(self, min, None)
+
+
+@lowering_rule(aten.clamp_max.default, aten.clamp_max.Tensor)
+def clamp_max(self, max):
+    # clamp_max(x, hi) -> where(x > hi, hi, x)
+    if not _floating_in_place(self, max):
+        return NotImplemented
+    return _clamped(self, None, max)
+
+
+@lowering_rule(aten.relu.default)
+def relu(self):
+    # relu(x) -> clamp_min(x, 0): -0.0 and NaN stay as they are
+    if not self.is_floating_point():
+        return NotImplemented
+    return _clamped(self, 0, None)
+
+
+@lowering_rule(aten.hardtanh.default)
+def hardtanh(self, min_val=-1, max_val=1):
+    # hardtanh(x, lo, hi) -> clamp(x, lo, hi)
+    if not self.is_floating_point():
+        return NotImplemented
+    return _clamped(self, min_val, max_val)
+
+
+@lowering_rule(aten.leaky_relu.default)
+def leaky_relu(self, negative_slope=0.01):
+    # leaky_relu(x, a) -> where(x > 0, x, x * a)
+    if not self.is_floating_point():
+        return NotImplemented
+    return torch.where(self > 0, self, self * negative_slope)
+
+
+@lowering_rule(aten.elu.default)
+def elu(self, alpha=1, scale=1, input_scale=1):
+    # elu(x) -> where(x > 0, x * scale, expm1(x * input_scale) * alpha * scale)
+    if not self.is_floating_point():
+        return NotImplemented
+    negative = torch.expm1(self * input_scale) * (alpha * scale)
+    return torch.where(self > 0, self * scale, negative)
