@@ -43,6 +43,7 @@ def lowering_rules() -> dict[torch._ops.OpOverload, Rule]:
     from . import (  # noqa: F401
         arithmetic,
         attention,
+        clamping,
         convolution,
         creation,
         indexing,
