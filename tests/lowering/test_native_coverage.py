@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 
 @pytest.fixture(autouse=True)
@@ -35,8 +36,10 @@ def _assert_same(got, expected, exact: bool, rtol=1.3e-6, atol=1e-6):
         return
     got = got.cpu()
     assert got.dtype == expected.dtype and got.shape == expected.shape
-    if exact:
-        assert torch.equal(got, expected)
+    if exact:  # NaN where PyTorch has NaN, and the sign of zeros
+        torch.testing.assert_close(got, expected, rtol=0, atol=0, equal_nan=True)
+        if expected.is_floating_point():
+            assert torch.equal(torch.signbit(got), torch.signbit(expected))
     else:
         torch.testing.assert_close(got, expected, rtol=rtol, atol=atol, equal_nan=True)
 
@@ -122,3 +125,73 @@ def test_transformer_encoder_layer_fast_path_gelu_norm_first_with_padding_mask_r
         _encoder_layer(activation="gelu", norm_first=True),
         lambda m, x: m(x, src_key_padding_mask=padding.to(x.device)),
     )
+
+
+# --- adaptive max pooling, nearest upsampling's backward ---------------------------------------
+
+
+def _with_nan_and_ties(*shape):
+    x = torch.randint(-3, 4, shape).float()  # small integers: many tied maxima
+    flat = x.view(-1)
+    flat[3] = flat[40] = flat[41] = float("nan")
+    flat[60:70] = -float("inf")
+    return x
+
+
+def test_adaptive_max_pool2d_picks_last_nan_or_first_maximum_like_pytorch():
+    x = _with_nan_and_ties(2, 3, 7, 9)
+    # overlapping unequal windows; then windows of one element, unbatched
+    _both_modes(lambda t: F.adaptive_max_pool2d(t, (3, 4), return_indices=True), x, exact=True)
+    _both_modes(lambda t: F.adaptive_max_pool2d(t, (10, 4), return_indices=True), x[0], exact=True)
+
+
+def test_adaptive_max_pool3d_picks_last_nan_or_first_maximum_like_pytorch():
+    x = _with_nan_and_ties(2, 2, 5, 6, 7)
+    _both_modes(lambda t: F.adaptive_max_pool3d(t, (2, 4, 3), return_indices=True), x, exact=True)
+
+
+def _gradient_both_modes(fn, x, **tolerance):
+    """The gradient of a weighted sum of fn(x), on the CPU, the device, and compiled."""
+
+    def gradient(f, device):
+        leaf = x.detach().clone().to(device).requires_grad_(True)
+        out = f(leaf)
+        weights = torch.arange(out.numel(), dtype=out.dtype).sin().reshape(out.shape)
+        (out * weights.to(device)).sum().backward()
+        return leaf.grad.cpu()
+
+    expected = gradient(fn, "cpu")
+    _assert_same(gradient(fn, "neuron"), expected, False, **tolerance)
+    _assert_same(gradient(torch.compile(fn, backend="neuron"), "cpu"), expected, False, **tolerance)
+
+
+def test_adaptive_max_pool_backward_runs_natively():
+    _gradient_both_modes(lambda t: F.adaptive_max_pool2d(t, (3, 4)), torch.randn(2, 3, 7, 9))
+    _gradient_both_modes(lambda t: F.adaptive_max_pool3d(t, (2, 3, 4)), torch.randn(1, 2, 4, 5, 6))
+
+
+def test_upsample_nearest_backward_sums_onto_the_source_pixel_like_pytorch():
+    aten = torch.ops.aten
+    g = torch.randint(-4, 5, (2, 3, 10, 13)).float()  # integers: sums exact in any order
+    g[0, 0, 0, 0] = float("inf")
+    cases = [
+        lambda g: aten.upsample_nearest2d_backward(g, [10, 13], [2, 3, 7, 9], None, None),
+        lambda g: aten.upsample_nearest2d_backward(g, [10, 13], [2, 3, 7, 9], 1.43, 1.45),
+        lambda g: aten._upsample_nearest_exact2d_backward(g, [10, 13], [2, 3, 7, 9], None, None),
+        lambda g: aten.upsample_nearest1d_backward(g[0], [13], [3, 10, 29], None),
+        lambda g: aten._upsample_nearest_exact1d_backward(g[0], [13], [3, 10, 5], None),
+    ]
+    for fn in cases:
+        _both_modes(fn, g, exact=True)
+    g3 = torch.randint(-4, 5, (1, 2, 5, 6, 7)).float()
+    _both_modes(
+        lambda g: aten.upsample_nearest3d_backward(g, [5, 6, 7], [1, 2, 3, 4, 5], None, None, None),
+        g3,
+        exact=True,
+    )
+
+
+def test_interpolate_nearest_trains_natively():
+    x = torch.randn(2, 3, 7, 9)
+    _gradient_both_modes(lambda t: F.interpolate(t, scale_factor=2, mode="nearest"), x)
+    _gradient_both_modes(lambda t: F.interpolate(t, size=(10, 13), mode="nearest-exact"), x)

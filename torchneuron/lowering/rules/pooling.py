@@ -8,6 +8,9 @@
   with a ones kernel over the explicitly zero-padded input; the divisor (window
   size counting padding or not, or ``divisor_override``) follows PyTorch's
   definition and is computed from ``arange`` (it folds to a constant).
+- adaptive max pooling 2d/3d: every (possibly overlapping, unequal) window gathered
+  whole, the element chosen as the CPU kernel does (the last NaN, else the first
+  maximum), its index mapped back to the input plane.
 - adaptive average pooling 3d: average over PyTorch's adaptive windows as one
   matrix product per spatial dim (box averages are separable).
 """
@@ -15,6 +18,7 @@
 from __future__ import annotations
 
 import math
+import struct
 
 import torch
 
@@ -224,3 +228,187 @@ def adaptive_avg_pool3d(self, output_size):
         matrix = _adaptive_average_matrix(self.shape[dim], out, self)
         result = torch.matmul(result.movedim(dim, -1), matrix.t()).movedim(-1, dim)
     return result
+
+
+def _adaptive_positions(size: int, out: int, device) -> tuple[torch.Tensor, int]:
+    """positions[o, k] = the k-th input index of PyTorch's adaptive window o (its last index
+    repeated past the window's end), and the longest window's length."""
+    o = torch.arange(out, device=device)
+    start = torch.div(o * size, out, rounding_mode="floor")
+    end = torch.div((o + 1) * size + out - 1, out, rounding_mode="floor")
+    longest = max(-(-((o_ + 1) * size) // out) - (o_ * size) // out for o_ in range(out))
+    positions = start[:, None] + torch.arange(longest, device=device)[None, :]
+    return torch.minimum(positions, end[:, None] - 1), longest
+
+
+def _adaptive_max_pool(x, output_size, dims):
+    # Every window gathered whole ([..., O_1, K_1, ..., O_d, K_d]); the chosen element is the
+    # kernel's: the last NaN if the window has one, else the first maximum.
+    if not x.is_floating_point() or x.numel() == 0 or len(output_size) != dims:
+        return NotImplemented
+    sizes = list(x.shape[-dims:])
+    lead = x.dim() - dims
+    windows = x
+    all_positions, lengths = [], []
+    for offset, (size, out) in enumerate(zip(sizes, output_size)):
+        positions, longest = _adaptive_positions(size, out, x.device)
+        dim = lead + 2 * offset
+        picked = torch.index_select(windows, dim, positions.reshape(-1))
+        shape = list(windows.shape)
+        shape[dim : dim + 1] = [out, longest]
+        windows = picked.reshape(shape)
+        all_positions.append(positions)
+        lengths.append(longest)
+    window_dims = [lead + 2 * i + 1 for i in range(dims)]
+    windows = windows.movedim(window_dims, list(range(-dims, 0)))
+    windows = windows.reshape([*windows.shape[: lead + dims], -1])
+    k = torch.arange(windows.shape[-1], device=x.device)
+    is_nan = windows != windows
+    largest = torch.where(is_nan, torch.full_like(windows, -math.inf), windows).amax(-1)
+    first_max = torch.where(windows == largest[..., None], k, windows.shape[-1]).amin(-1)
+    last_nan = torch.where(is_nan, k, -1).amax(-1)
+    chosen = torch.where(is_nan.any(-1), last_nan, first_max)
+    values = torch.gather(windows, -1, chosen[..., None]).squeeze(-1)
+    # the chosen window slot -> its input coordinates -> flat index in the input plane
+    index = torch.zeros_like(chosen)
+    remaining = chosen
+    for offset in reversed(range(dims)):
+        slot = torch.remainder(remaining, lengths[offset])
+        remaining = torch.div(remaining, lengths[offset], rounding_mode="floor")
+        shape = [1] * dims
+        shape[offset] = output_size[offset]
+        start = all_positions[offset][:, 0].reshape(shape)
+        last = all_positions[offset][:, -1].reshape(shape)
+        coordinate = torch.minimum(start + slot, last)
+        index = index + coordinate * math.prod(sizes[offset + 1 :])
+    return values, index
+
+
+@lowering_rule(aten.adaptive_max_pool2d.default)
+def adaptive_max_pool2d(self, output_size):
+    # max over PyTorch's adaptive windows, index of the last NaN or else the first maximum
+    return _adaptive_max_pool(self, list(output_size), 2)
+
+
+@lowering_rule(aten.adaptive_max_pool3d.default)
+def adaptive_max_pool3d(self, output_size):
+    # max over PyTorch's adaptive windows, index of the last NaN or else the first maximum
+    return _adaptive_max_pool(self, list(output_size), 3)
+
+
+def _max_pool_backward_from_indices(grad_output, self, indices, dims):
+    # grad_input[plane, indices[o]] += grad_output[o]: one scatter-add per plane
+    if not self.is_floating_point() or grad_output.dtype != self.dtype:
+        return NotImplemented
+    lead = list(self.shape[: self.dim() - dims])
+    planes = torch.zeros(
+        [*lead, math.prod(self.shape[-dims:])], dtype=self.dtype, device=self.device
+    )
+    sources = grad_output.reshape([*lead, -1])
+    updated = torch.scatter_add(planes, -1, indices.reshape([*lead, -1]), sources)
+    return updated.reshape(self.shape)
+
+
+@lowering_rule(aten.adaptive_max_pool2d_backward.default)
+def adaptive_max_pool2d_backward(grad_output, self, indices):
+    # each output's gradient added at the input position its index names
+    return _max_pool_backward_from_indices(grad_output, self, indices, 2)
+
+
+@lowering_rule(aten.adaptive_max_pool3d_backward.default)
+def adaptive_max_pool3d_backward(grad_output, self, indices):
+    # each output's gradient added at the input position its index names
+    return _max_pool_backward_from_indices(grad_output, self, indices, 3)
+
+
+def _nearest_sources(out: int, size: int, scale, exact: bool, device) -> torch.Tensor:
+    """The input index each output position of nearest upsampling reads, as PyTorch's
+    ``nearest_idx`` / ``nearest_exact_idx`` compute it: ``floorf(o * s)`` (or
+    ``(o + 0.5) * s``) with ``s`` the float32 scale, clamped to the last input. The
+    float32 product equals the kernel's (its double product is exact, then rounded once)."""
+    o = torch.arange(out, device=device)
+    if not exact and out == size:
+        return o
+    if not exact and out == 2 * size:
+        return torch.div(o, 2, rounding_mode="floor")
+    if scale is not None and scale > 0:
+        step = struct.unpack("f", struct.pack("f", 1.0 / scale))[0]
+    else:
+        step = struct.unpack("f", struct.pack("f", float(size)))[0]
+        step = struct.unpack("f", struct.pack("f", step / float(out)))[0]
+    position = o.to(torch.float32) + (0.5 if exact else 0.0)
+    source = torch.floor(position * torch.full((), step, dtype=torch.float32, device=device))
+    return torch.clamp(source.to(torch.int64), max=size - 1)
+
+
+def _upsample_nearest_backward(grad_output, output_size, input_size, scales, exact):
+    # grad_input[i] = sum of grad_output[o] over the outputs o that read input i, per dim
+    dims = len(output_size)
+    if not grad_output.is_floating_point() or len(input_size) != dims + 2:
+        return NotImplemented
+    dtype = grad_output.dtype
+    grad = (
+        grad_output.to(torch.float32) if dtype in (torch.float16, torch.bfloat16) else grad_output
+    )
+    for offset in range(dims):
+        dim = 2 + offset
+        size, out = input_size[dim], output_size[offset]
+        sources = _nearest_sources(out, size, scales[offset], exact, grad.device)
+        shape = list(grad.shape)
+        shape[dim] = size
+        zeros = torch.zeros(shape, dtype=grad.dtype, device=grad.device)
+        grad = torch.index_add(zeros, dim, sources, grad)
+    return grad.to(dtype)
+
+
+def _scales(args, dims):
+    scales = list(args) + [None] * (dims - len(args))
+    return scales[:dims]
+
+
+@lowering_rule(aten.upsample_nearest1d_backward.default)
+def upsample_nearest1d_backward(grad_output, output_size, input_size, *scales):
+    # gradients summed back onto the input position each output read
+    return _upsample_nearest_backward(
+        grad_output, output_size, input_size, _scales(scales, 1), False
+    )
+
+
+@lowering_rule(aten.upsample_nearest2d_backward.default)
+def upsample_nearest2d_backward(grad_output, output_size, input_size, *scales):
+    # gradients summed back onto the input position each output read
+    return _upsample_nearest_backward(
+        grad_output, output_size, input_size, _scales(scales, 2), False
+    )
+
+
+@lowering_rule(aten.upsample_nearest3d_backward.default)
+def upsample_nearest3d_backward(grad_output, output_size, input_size, *scales):
+    # gradients summed back onto the input position each output read
+    return _upsample_nearest_backward(
+        grad_output, output_size, input_size, _scales(scales, 3), False
+    )
+
+
+@lowering_rule(aten._upsample_nearest_exact1d_backward.default)
+def upsample_nearest_exact1d_backward(grad_output, output_size, input_size, *scales):
+    # gradients summed back onto the input position each output read (pixel centres)
+    return _upsample_nearest_backward(
+        grad_output, output_size, input_size, _scales(scales, 1), True
+    )
+
+
+@lowering_rule(aten._upsample_nearest_exact2d_backward.default)
+def upsample_nearest_exact2d_backward(grad_output, output_size, input_size, *scales):
+    # gradients summed back onto the input position each output read (pixel centres)
+    return _upsample_nearest_backward(
+        grad_output, output_size, input_size, _scales(scales, 2), True
+    )
+
+
+@lowering_rule(aten._upsample_nearest_exact3d_backward.default)
+def upsample_nearest_exact3d_backward(grad_output, output_size, input_size, *scales):
+    # gradients summed back onto the input position each output read (pixel centres)
+    return _upsample_nearest_backward(
+        grad_output, output_size, input_size, _scales(scales, 3), True
+    )
