@@ -103,3 +103,10 @@ def test_leaky_relu_and_elu_keep_negative_zero():
     assert_both_modes_match(lambda t: torch.nn.functional.leaky_relu(t, 0.1), SIGNED)
     assert_both_modes_match(torch.nn.functional.elu, SIGNED)
     assert_both_modes_match(torch.nn.functional.selu, SIGNED)
+
+
+def test_clamp_of_integers_by_a_float_bound_promotes_like_pytorch():
+    values = torch.tensor([-7, 0, 5], dtype=torch.int32)
+    assert_both_modes_match(lambda t: torch.clamp(t, min=-2.5), values)  # float32
+    assert_both_modes_match(lambda t: torch.clamp(t, -2.5, 4), values)
+    assert_both_modes_match(lambda t: torch.clamp(t, max=3), values)  # stays int32

@@ -5,29 +5,33 @@ below 0.0: ``relu(-0.0)`` came out 0.0. PyTorch's CPU kernels keep ``x`` unless 
 lies strictly outside a bound (``x < lo ? lo : x``), so ``relu(-0.0)``,
 ``clamp(-0.0, min=0)`` and ``hardtanh(-0.0, 0, 6)`` are -0.0, a NaN input stays NaN,
 and a NaN bound gives NaN. ``leaky_relu`` and ``elu`` keep the sign of a zero input
-too (``-0.0 * slope``, ``expm1(-0.0)``). The rules cover floating inputs of the
-result's dtype; integer clamps have no signed zero and keep their lowering.
+too (``-0.0 * slope``, ``expm1(-0.0)``). The rules cover clamps whose result
+is floating (an integer tensor clamped by a float bound is promoted first, as in
+PyTorch); integer clamps have no signed zero and keep their lowering.
 """
 
 from __future__ import annotations
 
 import torch
+from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
 
 from . import lowering_rule
 
 aten = torch.ops.aten
+DEFAULT_PROMOTION = ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT
 
 
-def _floating_in_place(self, *bounds) -> bool:
-    """True when ``self`` is floating and no bound promotes it to another dtype."""
-    if not self.is_floating_point():
-        return False
-    return all(bound is None or torch.result_type(self, bound) == self.dtype for bound in bounds)
+def _floating_result(self, *bounds) -> torch.dtype | None:
+    """The clamp's result dtype (PyTorch's promotion of ``self`` and the bounds) when it is
+    floating; None otherwise (integer clamps keep their lowering)."""
+    operands = [self, *(bound for bound in bounds if bound is not None)]
+    _, dtype = elementwise_dtypes(*operands, type_promotion_kind=DEFAULT_PROMOTION)
+    return dtype if dtype.is_floating_point else None
 
 
-def _clamped(self, low, high):
+def _clamped(self, low, high, dtype):
     # x < lo ? lo : x, then v > hi ? hi : v; a NaN bound gives NaN (x's own NaN stays)
-    result = self
+    result = self = self.to(dtype)
     for bound, outside in ((low, torch.lt), (high, torch.gt)):
         if bound is None:
             continue
@@ -41,25 +45,28 @@ def _clamped(self, low, high):
 @lowering_rule(aten.clamp.default, aten.clamp.Tensor)
 def clamp(self, min=None, max=None):
     # clamp(x, lo, hi) -> where(x < lo, lo, x), then where(v > hi, hi, v)
-    if not _floating_in_place(self, min, max):
+    dtype = _floating_result(self, min, max)
+    if dtype is None:
         return NotImplemented
-    return _clamped(self, min, max)
+    return _clamped(self, min, max, dtype)
 
 
 @lowering_rule(aten.clamp_min.default, aten.clamp_min.Tensor)
 def clamp_min(self, min):
     # clamp_min(x, lo) -> where(x < lo, lo, x)
-    if not _floating_in_place(self, min):
+    dtype = _floating_result(self, min)
+    if dtype is None:
         return NotImplemented
-    return _clamped(self, min, None)
+    return _clamped(self, min, None, dtype)
 
 
 @lowering_rule(aten.clamp_max.default, aten.clamp_max.Tensor)
 def clamp_max(self, max):
     # clamp_max(x, hi) -> where(x > hi, hi, x)
-    if not _floating_in_place(self, max):
+    dtype = _floating_result(self, max)
+    if dtype is None:
         return NotImplemented
-    return _clamped(self, None, max)
+    return _clamped(self, None, max, dtype)
 
 
 @lowering_rule(aten.relu.default)
@@ -67,7 +74,7 @@ def relu(self):
     # relu(x) -> clamp_min(x, 0): -0.0 and NaN stay as they are
     if not self.is_floating_point():
         return NotImplemented
-    return _clamped(self, 0, None)
+    return _clamped(self, 0, None, self.dtype)
 
 
 @lowering_rule(aten.hardtanh.default)
@@ -75,7 +82,7 @@ def hardtanh(self, min_val=-1, max_val=1):
     # hardtanh(x, lo, hi) -> clamp(x, lo, hi)
     if not self.is_floating_point():
         return NotImplemented
-    return _clamped(self, min_val, max_val)
+    return _clamped(self, min_val, max_val, self.dtype)
 
 
 @lowering_rule(aten.leaky_relu.default)
