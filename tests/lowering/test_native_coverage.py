@@ -195,3 +195,17 @@ def test_interpolate_nearest_trains_natively():
     x = torch.randn(2, 3, 7, 9)
     _gradient_both_modes(lambda t: F.interpolate(t, scale_factor=2, mode="nearest"), x)
     _gradient_both_modes(lambda t: F.interpolate(t, size=(10, 13), mode="nearest-exact"), x)
+
+
+# --- index_select ---------------------------------------------------------------------------
+
+
+def test_index_select_with_a_0d_index_or_a_0d_source_runs_natively():
+    a = torch.randn(5, 4)
+    _both_modes(lambda t, i: torch.index_select(t, 1, i), a, torch.tensor(2), exact=True)
+    _both_modes(
+        lambda t, i: torch.index_select(t, 0, i), torch.tensor(3.5), torch.tensor([0]), exact=True
+    )
+    _both_modes(
+        lambda t, i: torch.index_select(t, 0, i), torch.tensor(3.5), torch.tensor(0), exact=True
+    )

@@ -38,6 +38,18 @@ def unfold(self, dimension, size, step):
     return picked.reshape(shape).movedim(dim + 1, -1)
 
 
+@lowering_rule(aten.index_select.default)
+def index_select(self, dim, index):
+    # a 0-d source or index -> the 1-d form (torch-mlir's lowering assumes both have dims)
+    if self.dim() == 0:
+        if index.numel() != 1:
+            return NotImplemented  # PyTorch raises: a scalar has one element to select
+        return torch.index_select(self.reshape(1), 0, index.reshape(1)).reshape(())
+    if index.dim() == 0:
+        return torch.index_select(self, dim, index.reshape(1))
+    return NotImplemented
+
+
 @lowering_rule(aten.take.default)
 def take(self, index):
     # take(x, i) -> flatten(x)[i mod numel]: torch-mlir's form ignores negative indices
