@@ -33,7 +33,7 @@ def reduction(
         spec = draw(tensors(st.sampled_from(dtypes), shapes(max_dims=3)))
         dim = draw(dims(len(spec.shape), none=not dim_required))
         keep = draw(st.booleans()) if keepdim and dim is not None else False
-        fields = {name: draw(strategy) for name, strategy in extra.items()}
+        fields = {key: draw(strategy) for key, strategy in extra.items()}
         body = template.format(a="a", dim=_dim_text(dim, keep), **fields)
         return Case(f"lambda a: {body}", (spec,))
 
