@@ -110,3 +110,25 @@ def test_clamp_of_integers_by_a_float_bound_promotes_like_pytorch():
     assert_both_modes_match(lambda t: torch.clamp(t, min=-2.5), values)  # float32
     assert_both_modes_match(lambda t: torch.clamp(t, -2.5, 4), values)
     assert_both_modes_match(lambda t: torch.clamp(t, max=3), values)  # stays int32
+
+
+def test_div_with_rounding_mode_none_of_float_by_integer_is_true_division():
+    dividend, divisor = torch.tensor([0.5, 1.5, -2.0, 3.0]), torch.tensor([1, 2, 3, -1])
+    assert_both_modes_match(lambda a, b: torch.div(a, b, rounding_mode=None), dividend, divisor)
+    assert_both_modes_match(lambda b: torch.div(b, b, rounding_mode=None), divisor)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_instance_norm_over_long_rows_accumulates_in_float32(dtype):
+    # 65536-element rows far from zero: statistics summed in half precision drift by
+    # many ulp; computed in float32 and rounded once, the result is the float64 one
+    generator = torch.Generator().manual_seed(0)
+    rows = (torch.randn(1, 2, 65536, generator=generator) * 0.5 + 60).to(dtype)
+    expected = torch.nn.functional.instance_norm(rows.double()).to(dtype).double()
+    tolerance = 2 * torch.finfo(dtype).eps * expected.abs().max()
+    norm = torch.nn.functional.instance_norm
+    compiled = torch.compile(norm, backend="neuron")(rows)
+    eager = norm(rows.to("neuron")).cpu()
+    for got in (compiled, eager):
+        assert got.dtype == dtype
+        assert (got.double() - expected).abs().max() <= tolerance

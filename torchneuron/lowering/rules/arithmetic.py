@@ -107,7 +107,13 @@ def floor_divide(self, other):
 
 @lowering_rule(aten.div.Tensor_mode, aten.div.Scalar_mode)
 def divide_rounded(self, other, *, rounding_mode=None):
-    # div(x, y, rounding_mode="floor") -> floor_divide(x, y); other modes lower as they are
+    # div(x, y, rounding_mode="floor") -> floor_divide(x, y); None -> x / y; "trunc" lowers as it is
+    if rounding_mode is None:
+        return (
+            aten.div.Tensor(*_promoted(self, other))
+            if isinstance(self, torch.Tensor)
+            else NotImplemented
+        )
     if rounding_mode != "floor":
         return NotImplemented
     return floor_divide(self, other)
