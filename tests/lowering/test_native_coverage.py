@@ -209,3 +209,49 @@ def test_index_select_with_a_0d_index_or_a_0d_source_runs_natively():
     _both_modes(
         lambda t, i: torch.index_select(t, 0, i), torch.tensor(3.5), torch.tensor(0), exact=True
     )
+
+
+# --- embedding_bag ---------------------------------------------------------------------------
+
+
+def _bag_weight():
+    weight = torch.randint(-5, 6, (10, 3)).float()  # integers: sums exact, maxima tied
+    weight[1, 1] = weight[4, 0] = float("nan")
+    weight[7, 2] = -float("inf")
+    return weight
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2])
+def test_embedding_bag_outputs_match_pytorch_in_every_mode(mode):
+    # all four outputs (offset2bag, bag_size, max_indices feed the backward pass), with an
+    # empty bag, a padding index, NaN first and later in a bag, and -inf
+    indices = torch.tensor([1, 2, 4, 5, 2, 2, 7, 4, 1])
+    offsets = torch.tensor([0, 2, 2, 4])
+    for padding_idx in (-1, 2):
+
+        def fn(w, i, o, padding_idx=padding_idx):
+            return torch.ops.aten._embedding_bag(
+                w, i, o, False, mode, False, None, False, padding_idx
+            )
+
+        _both_modes(fn, _bag_weight(), indices, offsets, exact=mode != 1, rtol=1e-6, atol=1e-6)
+
+
+def test_embedding_bag_functional_forms_match_pytorch():
+    weight, indices = _bag_weight(), torch.tensor([1, 2, 4, 5, 2, 2, 7, 4, 1])
+    two_bags, last = torch.tensor([0, 4]), torch.tensor([0, 2, 9])
+    weights = torch.rand(9)
+    forms = [
+        (lambda w, i: F.embedding_bag(i.reshape(3, 3), w, mode="max"), ()),
+        (lambda w, i, o: F.embedding_bag(i, w, o, include_last_offset=True), (last,)),
+        (lambda w, i, o: F.embedding_bag(i, w, o, mode="mean", padding_idx=-8), (two_bags,)),
+        (
+            lambda w, i, o, p: F.embedding_bag(i, w, o, mode="sum", per_sample_weights=p),
+            (two_bags, weights),
+        ),
+    ]
+    for fn, extra in forms:
+        _both_modes(fn, weight, indices, *extra, rtol=1e-6, atol=1e-6)
+    _both_modes(
+        lambda w, i, o: F.embedding_bag(i, w, o), weight.double(), indices.int(), two_bags.int()
+    )

@@ -46,6 +46,7 @@ def lowering_rules() -> dict[torch._ops.OpOverload, Rule]:
         clamping,
         convolution,
         creation,
+        embedding,
         indexing,
         linalg,
         pooling,

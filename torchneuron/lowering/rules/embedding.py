@@ -1,0 +1,138 @@
+"""Embedding bags (``nn.EmbeddingBag``, ``F.embedding_bag``) as gathers and dense bag sums.
+
+torch-mlir's lowering of ``_embedding_bag`` builds an ill-shaped program and it
+has none for the mean and max modes. Here every bag is a row of a dense
+(bags x indices) membership mask: bag ``b`` holds the indices from
+``offsets[b]`` up to the next offset, less those equal to ``padding_idx``. The
+rows gathered from the weight are then summed (scaled by ``per_sample_weights``),
+averaged, or maxed per feature. Max follows the CPU kernel: a bag's first row,
+replaced only by a strictly greater value (so a NaN counts only when it comes
+first), and ``max_indices`` names the chosen row. Empty bags give zeros.
+
+The three auxiliary outputs (``offset2bag``, ``bag_size``, ``max_indices``, read
+by the backward pass) have the values the CPU kernel gives them and the shapes
+its meta function gives the graph. The two disagree only for
+``_embedding_bag_forward_only`` with ``include_last_offset``, whose auxiliary
+outputs nothing reads (no backward): there ``bag_size`` has the meta function's
+one entry per offset, the last 0 (the kernel's own is all zeros in sum mode and
+one entry shorter otherwise).
+Memory grows with bags x indices x features, so the rule declines above
+``DENSE_LIMIT`` elements.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from . import lowering_rule
+from .indexing import DENSE_LIMIT
+
+aten = torch.ops.aten
+
+MODE_SUM, MODE_MEAN, MODE_MAX = 0, 1, 2
+
+
+def _embedding_bag(
+    weight,
+    indices,
+    offsets,
+    mode,
+    per_sample_weights,
+    include_last_offset,
+    padding_idx,
+):
+    if (
+        indices.dim() != 1
+        or offsets.dim() != 1
+        or weight.dim() != 2
+        or indices.dtype != offsets.dtype
+        or not weight.is_floating_point()
+        or mode not in (MODE_SUM, MODE_MEAN, MODE_MAX)
+    ):
+        return NotImplemented
+    count, features = indices.shape[0], weight.shape[1]
+    bags = offsets.shape[0] - (1 if include_last_offset else 0)
+    if bags < 0 or bags * max(count, 1) * max(features, 1) > DENSE_LIMIT:
+        return NotImplemented
+    if padding_idx is None:  # (a negative padding_idx means none: F.embedding_bag wraps it)
+        padding_idx = -1
+    device = weight.device
+    position = torch.arange(count, device=device)
+    # offset2bag[j] = the last bag whose offset is <= j
+    offset2bag = (offsets[:bags][None, :] <= position[:, None]).sum(-1) - 1
+    offset2bag = offset2bag.to(offsets.dtype)
+    kept = indices != padding_idx if padding_idx >= 0 else torch.ones_like(indices, dtype=bool)
+    member = (offset2bag[None, :] == torch.arange(bags, device=device)[:, None]) & kept[None, :]
+    bag_size = member.sum(-1).to(offsets.dtype)
+    rows = torch.index_select(weight, 0, indices)  # [count, features]
+    inside = member[:, :, None]  # [bags, count, 1]
+
+    if mode == MODE_MAX:
+        is_nan = rows != rows
+        first = torch.where(member, position, count).amin(-1)  # [bags]
+        first_row = torch.index_select(rows, 0, torch.clamp(first, max=max(count - 1, 0)))
+        largest = torch.where(inside & ~is_nan, rows, -math.inf).amax(1)  # [bags, features]
+        at_largest = inside & (rows == largest[:, None, :])
+        first_largest = torch.where(at_largest, position[:, None], count).amin(1)
+        chosen = torch.where(first_row != first_row, first[:, None], first_largest)
+        empty = (bag_size == 0)[:, None]
+        chosen = torch.clamp(chosen, max=max(count - 1, 0))
+        output = torch.gather(rows, 0, chosen)
+        output = torch.where(empty, torch.zeros_like(output), output)
+        max_indices = torch.where(empty, 0, indices[chosen]).to(offsets.dtype)
+    else:
+        if per_sample_weights is not None:
+            rows = rows * per_sample_weights.to(rows.dtype)[:, None]
+        output = torch.where(inside, rows[None], torch.zeros_like(rows[None])).sum(1)
+        if mode == MODE_MEAN:
+            divisor = torch.clamp(bag_size, min=1).to(output.dtype)[:, None]
+            output = output / divisor
+        max_indices = bag_size if mode == MODE_MEAN else torch.zeros_like(bag_size)
+    if mode == MODE_SUM:
+        bag_size = torch.zeros_like(bag_size)
+        fast_path = weight.dtype in (torch.float32, torch.float16) and padding_idx < 0
+        if fast_path:  # the CPU kernel's index-select path keeps no offset2bag
+            offset2bag = offset2bag[:0]
+    return output.to(weight.dtype), offset2bag, bag_size, max_indices
+
+
+@lowering_rule(aten._embedding_bag.default)
+def embedding_bag(
+    weight,
+    indices,
+    offsets,
+    scale_grad_by_freq=False,
+    mode=0,
+    sparse=False,
+    per_sample_weights=None,
+    include_last_offset=False,
+    padding_idx=-1,
+):
+    # bag b = rows of indices[offsets[b]:offsets[b+1]] (less padding), summed/averaged/maxed
+    return _embedding_bag(
+        weight, indices, offsets, mode, per_sample_weights, include_last_offset, padding_idx
+    )
+
+
+@lowering_rule(aten._embedding_bag_forward_only.default)
+def embedding_bag_forward_only(
+    weight,
+    indices,
+    offsets,
+    scale_grad_by_freq=False,
+    mode=0,
+    sparse=False,
+    per_sample_weights=None,
+    include_last_offset=False,
+    padding_idx=-1,
+):
+    # as _embedding_bag, bag_size one per offset (its meta shape) with include_last_offset
+    result = _embedding_bag(
+        weight, indices, offsets, mode, per_sample_weights, include_last_offset, padding_idx
+    )
+    if result is NotImplemented or not include_last_offset:
+        return result
+    output, offset2bag, bag_size, max_indices = result
+    return output, offset2bag, torch.nn.functional.pad(bag_size, [0, 1]), max_indices
