@@ -84,19 +84,22 @@ def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
 
 
 def _uniform(size, dtype: torch.dtype, device, *, open_interval: bool = False) -> torch.Tensor:
-    """U[0, 1) in ``dtype`` (multiples of 2^-p, p its precision); (0, 1) if ``open_interval``."""
+    """U[0, 1) in ``dtype``: multiples of 2^-p below 1, p the dtype's precision.
+
+    ``open_interval``: U(0, 1), odd multiples of 2^-p (one bit fewer, so that the
+    largest, 1 - 2^-p, is still below 1 in ``dtype``).
+    """
     device = _device(device)
+    bits = _PRECISION[dtype] - open_interval
     if dtype == torch.float64:
         words = random_bits([*size, 2], device)
-        high = _shift_right(words.select(-1, 0), 5)  # 27 bits
-        low = _shift_right(words.select(-1, 1), 6)  # 26 bits
-        integer = (high * _int(2**26, device) + low).to(torch.float64)
-        bits = 53
+        high = _shift_right(words.select(-1, 0), 32 - 27)
+        low = _shift_right(words.select(-1, 1), 32 - (bits - 27))
+        integer = (high * _int(2 ** (bits - 27), device) + low).to(torch.float64)
     else:
-        bits = _PRECISION[dtype]
         integer = _shift_right(random_bits(list(size), device), 32 - bits).to(torch.float32)
     if open_interval:
-        integer = integer + 0.5
+        integer, bits = integer * 2.0 + 1.0, bits + 1
     sample = integer * 2.0**-bits
     return sample if sample.dtype == dtype else sample.to(dtype)
 
@@ -387,21 +390,35 @@ _PHILOX_W = (0x9E3779B9, 0xBB67AE85)
 _PHILOX_ROUNDS = 10
 
 
-def _mulhilo(value, multiplier: int, device):
+class _Constants(dict):
+    """int64 scalars of one trace, each made once (a node per use would bloat the graph)."""
+
+    def __init__(self, device):
+        super().__init__()
+        self.device = device
+
+    def __missing__(self, value: int) -> torch.Tensor:
+        self[value] = _int(value, self.device)
+        return self[value]
+
+
+def _mulhilo(value, multiplier: int, const: _Constants):
     """High and low 32-bit halves of ``value * multiplier`` (a product below 2^64)."""
     if isinstance(value, int):
         product = value * multiplier
         return product >> 32, product & MASK32
-    product = value * _int(multiplier, device)  # may wrap past 2^63; the bits are right
-    mask = _int(MASK32, device)
-    return torch.bitwise_and(_shift_right(product, 32), mask), torch.bitwise_and(product, mask)
+    product = value * const[multiplier]  # may wrap past 2^63; the bits are right
+    high = torch.bitwise_right_shift(product, const[32])
+    return torch.bitwise_and(high, const[MASK32]), torch.bitwise_and(product, const[MASK32])
 
 
-def _xor(a, b, device):
+def _xor(a, b, const: _Constants):
     if isinstance(a, int) and isinstance(b, int):
         return a ^ b
-    a = _int(a, device) if isinstance(a, int) else a
-    b = _int(b, device) if isinstance(b, int) else b
+    if isinstance(a, int):
+        a, b = b, a
+    if isinstance(b, int):
+        return a if b == 0 else torch.bitwise_xor(a, const[b])
     return torch.bitwise_xor(a, b)
 
 
@@ -411,26 +428,25 @@ def philox_words(key: torch.Tensor, count: int) -> torch.Tensor:
     Block ``i`` encrypts the counter ``(i, 0, 0, 0)``; its four words are samples
     ``4i..4i+3``.
     """
-    device = key.device
+    const = _Constants(key.device)
     blocks = -(-count // 4)
     if blocks > MASK32:
         raise ValueError(f"{count} random words is more than one Philox key covers")
-    c0 = torch.arange(blocks, dtype=torch.int64, device=device)
+    c0 = torch.arange(blocks, dtype=torch.int64, device=key.device)
     c1 = c2 = c3 = 0
     k0, k1 = key[0], key[1]
-    mask = _int(MASK32, device)
     for _ in range(_PHILOX_ROUNDS):
-        high0, low0 = _mulhilo(c0, _PHILOX_M[0], device)
-        high1, low1 = _mulhilo(c2, _PHILOX_M[1], device)
+        high0, low0 = _mulhilo(c0, _PHILOX_M[0], const)
+        high1, low1 = _mulhilo(c2, _PHILOX_M[1], const)
         c0, c1, c2, c3 = (
-            _xor(_xor(high1, c1, device), k0, device),
+            _xor(_xor(high1, c1, const), k0, const),
             low1,
-            _xor(_xor(high0, c3, device), k1, device),
+            _xor(_xor(high0, c3, const), k1, const),
             low0,
         )
-        k0 = torch.bitwise_and(k0 + _PHILOX_W[0], mask)
-        k1 = torch.bitwise_and(k1 + _PHILOX_W[1], mask)
-    lanes = [_int(c, device) if isinstance(c, int) else c for c in (c0, c1, c2, c3)]
+        k0 = torch.bitwise_and(k0 + const[_PHILOX_W[0]], const[MASK32])
+        k1 = torch.bitwise_and(k1 + const[_PHILOX_W[1]], const[MASK32])
+    lanes = [const[c] if isinstance(c, int) else c for c in (c0, c1, c2, c3)]
     words = torch.stack(torch.broadcast_tensors(*lanes), dim=1).reshape(-1)
     return words[:count] if words.shape[0] != count else words
 
