@@ -132,3 +132,23 @@ def test_half_precision_instance_norm_over_long_rows_accumulates_in_float32(dtyp
     for got in (compiled, eager):
         assert got.dtype == dtype
         assert (got.double() - expected).abs().max() <= tolerance
+
+
+@pytest.mark.parametrize(
+    "divide",
+    [
+        lambda t: t // 0,
+        lambda t: torch.div(t, 0, rounding_mode="trunc"),
+        lambda t: torch.remainder(t, 0),
+        lambda t: torch.fmod(t, 0),
+    ],
+)
+def test_integer_division_by_a_constant_zero_raises_like_pytorch(divide):
+    # PyTorch raises a RuntimeError; StableHLO would give -1 or the dividend
+    values = torch.tensor([7, -7, 0])
+    with pytest.raises(RuntimeError):
+        divide(values)
+    with pytest.raises(RuntimeError) as raised:
+        torch.compile(divide, backend="neuron")(values)
+    causes = [raised.value, getattr(raised.value, "inner_exception", None), raised.value.__cause__]
+    assert any(isinstance(cause, ZeroDivisionError) for cause in causes), causes

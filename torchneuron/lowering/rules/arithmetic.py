@@ -23,6 +23,8 @@ import threading
 
 import torch
 
+from torchneuron.errors import TorchNeuronError
+
 from . import lowering_rule
 
 aten = torch.ops.aten
@@ -53,6 +55,22 @@ def _floored_remainder(self, other):
     return torch.where(wrong_sign, truncated + other, truncated)
 
 
+class IntegerDivisionByZeroError(TorchNeuronError, ZeroDivisionError):
+    """An integer division, remainder or fmod by a constant zero (PyTorch raises too)."""
+
+
+def _check_divisor(self, other) -> None:
+    """Refuse an integer division by a divisor known to be zero while tracing.
+
+    StableHLO gives -1 (quotient) or the dividend (remainder) where PyTorch raises;
+    a divisor only known at run time cannot be checked in the program (docs/numerics.md).
+    """
+    if isinstance(other, torch.Tensor) or other != 0:
+        return
+    if not torch.result_type(self, other).is_floating_point:
+        raise IntegerDivisionByZeroError("ZeroDivisionError: integer division by zero")
+
+
 def _promoted(self, other):
     """Both operands in ``torch.result_type``'s dtype (a Python scalar as a 0-d tensor)."""
     dtype = torch.result_type(self, other)
@@ -73,6 +91,7 @@ def remainder(self, other):
         return NotImplemented  # the exact fmod issued by _truncated_remainder
     if torch.result_type(self, other) == torch.bool:
         return NotImplemented  # PyTorch has no bool remainder: its own error
+    _check_divisor(self, other)
     return _floored_remainder(*_promoted(self, other))
 
 
@@ -102,6 +121,7 @@ def floor_divide(self, other):
     # floor_divide(x, y) -> floor(x / y), exactly in the promoted dtype
     if torch.result_type(self, other) == torch.bool:
         return NotImplemented  # PyTorch rejects bool floor division: its own error
+    _check_divisor(self, other)
     return _floored_quotient(*_promoted(self, other))
 
 
@@ -114,6 +134,7 @@ def divide_rounded(self, other, *, rounding_mode=None):
             if isinstance(self, torch.Tensor)
             else NotImplemented
         )
+    _check_divisor(self, other)
     if rounding_mode != "floor":
         return NotImplemented
     return floor_divide(self, other)
@@ -124,6 +145,7 @@ def fmod(self, other):
     # fmod(x, y) -> StableHLO remainder(x, y) in the promoted dtype
     if torch.result_type(self, other) == torch.bool:
         return NotImplemented  # PyTorch has no bool fmod: its own error
+    _check_divisor(self, other)
     return _truncated_remainder(*_promoted(self, other))
 
 
