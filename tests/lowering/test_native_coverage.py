@@ -255,3 +255,39 @@ def test_embedding_bag_functional_forms_match_pytorch():
     _both_modes(
         lambda w, i, o: F.embedding_bag(i, w, o), weight.double(), indices.int(), two_bags.int()
     )
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_trains_natively(mode):
+    weight = torch.randn(10, 4)
+    indices, offsets = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9]), torch.tensor([0, 4, 4, 8])
+
+    def fn(w):
+        return F.embedding_bag(
+            indices.to(w.device),
+            w,
+            offsets.to(w.device),
+            mode=mode,
+            padding_idx=2,
+            include_last_offset=True,
+        )
+
+    _gradient_both_modes(fn, weight, rtol=1e-6, atol=1e-6)
+
+
+def test_embedding_bag_per_sample_weights_gradient_matches_pytorch():
+    weight, samples = torch.randn(10, 4), torch.rand(8)
+    indices, offsets = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9]), torch.tensor([0, 4])
+
+    def fn(p):
+        w, i, o = (t.to(p.device) for t in (weight, indices, offsets))
+        return F.embedding_bag(i, w, o, mode="sum", per_sample_weights=p)
+
+    _gradient_both_modes(fn, samples, rtol=1e-6, atol=1e-6)
+
+
+def test_embedding_with_scale_grad_by_freq_trains_natively():
+    indices = torch.tensor([[1, 2, 4], [4, 3, 9]])
+    _gradient_both_modes(
+        lambda w: F.embedding(indices.to(w.device), w, scale_grad_by_freq=True), torch.randn(10, 4)
+    )

@@ -16,7 +16,10 @@ its meta function gives the graph. The two disagree only for
 outputs nothing reads (no backward): there ``bag_size`` has the meta function's
 one entry per offset, the last 0 (the kernel's own is all zeros in sum mode and
 one entry shorter otherwise).
-Memory grows with bags x indices x features, so the rule declines above
+The backward adds each bag's gradient to the rows it read (``index_add``, or
+``scatter_add`` at ``max_indices``); ``scale_grad_by_freq`` and sparse gradients
+decline. ``embedding`` with ``scale_grad_by_freq`` is the plain gather forward
+(only its backward reads the flag). Memory grows with bags x indices x features, so the rule declines above
 ``DENSE_LIMIT`` elements.
 """
 
@@ -136,3 +139,78 @@ def embedding_bag_forward_only(
         return result
     output, offset2bag, bag_size, max_indices = result
     return output, offset2bag, torch.nn.functional.pad(bag_size, [0, 1]), max_indices
+
+
+def _bag_of_each_index(offsets, count: int, bags: int):
+    """The bag of each index position (the forward's offset2bag may be empty)."""
+    position = torch.arange(count, device=offsets.device)
+    return (offsets[:bags][None, :] <= position[:, None]).sum(-1) - 1
+
+
+@lowering_rule(aten._embedding_bag_backward.default)
+def embedding_bag_backward(
+    grad,
+    indices,
+    offsets,
+    offset2bag,
+    bag_size,
+    maximum_indices,
+    num_weights,
+    scale_grad_by_freq,
+    mode,
+    sparse,
+    per_sample_weights,
+    padding_idx=-1,
+):
+    # each bag's gradient added to the rows it read: every member (sum: times its sample
+    # weight; mean: / bag size), or per feature the row max chose (max)
+    if sparse or scale_grad_by_freq or indices.dim() != 1 or grad.dim() != 2:
+        return NotImplemented
+    bags, features = grad.shape
+    count = indices.shape[0]
+    if bags * max(count, 1) > DENSE_LIMIT:
+        return NotImplemented
+    zeros = torch.zeros([num_weights, features], dtype=grad.dtype, device=grad.device)
+    if mode == MODE_MAX:
+        reached = (bag_size > 0)[:, None]
+        sources = torch.where(reached, grad, torch.zeros_like(grad))
+        return torch.scatter_add(zeros, 0, maximum_indices.to(torch.int64), sources)
+    if mode not in (MODE_SUM, MODE_MEAN):
+        return NotImplemented
+    bag = _bag_of_each_index(offsets, count, bags)
+    kept = (bag >= 0) & (bag < bags)
+    if padding_idx is not None and padding_idx >= 0:
+        kept = kept & (indices != padding_idx)
+    rows = torch.index_select(grad, 0, torch.clamp(bag, 0, max(bags - 1, 0)))
+    if mode == MODE_MEAN:
+        sizes = torch.index_select(bag_size, 0, torch.clamp(bag, 0, max(bags - 1, 0)))
+        rows = rows * (1.0 / torch.clamp(sizes, min=1).to(grad.dtype))[:, None]
+    elif per_sample_weights is not None:
+        rows = rows * per_sample_weights.to(grad.dtype)[:, None]
+    rows = torch.where(kept[:, None], rows, torch.zeros_like(rows))
+    return torch.index_add(zeros, 0, indices, rows)
+
+
+@lowering_rule(aten._embedding_bag_per_sample_weights_backward.default)
+def embedding_bag_per_sample_weights_backward(
+    grad, weight, indices, offsets, offset2bag, mode, padding_idx=-1
+):
+    # d/d(sample weight j) = <gradient of j's bag, the row j read>; 0 for padding
+    if mode != MODE_SUM or indices.dim() != 1 or grad.dim() != 2:
+        return NotImplemented
+    bags, count = grad.shape[0], indices.shape[0]
+    bag = _bag_of_each_index(offsets, count, bags)
+    rows = torch.index_select(grad, 0, torch.clamp(bag, 0, max(bags - 1, 0)))
+    products = (rows * torch.index_select(weight, 0, indices).to(grad.dtype)).sum(-1)
+    kept = (bag >= 0) & (bag < bags)
+    if padding_idx is not None and padding_idx >= 0:
+        kept = kept & (indices != padding_idx)
+    return torch.where(kept, products, torch.zeros_like(products))
+
+
+@lowering_rule(aten.embedding.default)
+def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    # scale_grad_by_freq changes only the backward: the forward is the plain row gather
+    if not scale_grad_by_freq:
+        return NotImplemented
+    return aten.embedding.default(weight, indices, padding_idx, False, sparse)
