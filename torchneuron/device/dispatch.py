@@ -31,7 +31,7 @@ import torch
 
 from torchneuron.device.compiled import compiled_cache_info, run_compiled
 from torchneuron.device.host import run_on_host, run_random
-from torchneuron.device.plan import Route, flatten, indices_on_device, plan_for, plans_by_op
+from torchneuron.device.plan import DEVICE_TYPE, OpPlan, Route, flatten, plan_for, plans_by_op
 
 __all__ = ["compiled_cache_info", "install", "run_op"]
 
@@ -54,6 +54,25 @@ def run_op(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
     if route is RANDOM:
         return run_random(plan, values, tensors, device)
     return run_on_host(plan, values, tensors, device)
+
+
+def indices_on_device(plan: OpPlan, values: list) -> list:
+    """``values`` with the CPU tensors of the index list moved to the indexed tensor's device."""
+    position = plan.host_indices
+    indices = values[position]
+    source = values[0]
+    if not isinstance(source, torch.Tensor) or source.device.type != DEVICE_TYPE:
+        return values
+    if not any(isinstance(index, torch.Tensor) and index.device.type == "cpu" for index in indices):
+        return values
+    moved = list(values)
+    moved[position] = [
+        index.to(source.device)
+        if isinstance(index, torch.Tensor) and index.device.type == "cpu"
+        else index
+        for index in indices
+    ]
+    return moved
 
 
 def _boxed_fallback(op, *args, **kwargs):

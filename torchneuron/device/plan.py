@@ -305,25 +305,6 @@ def _index_list_position(name: str, arguments) -> int | None:
     return None
 
 
-def indices_on_device(plan: OpPlan, values: list) -> list:
-    """``values`` with the CPU tensors of the index list moved to the indexed tensor's device."""
-    position = plan.host_indices
-    indices = values[position]
-    source = values[0]
-    if not isinstance(source, torch.Tensor) or source.device.type != DEVICE_TYPE:
-        return values
-    if not any(isinstance(index, torch.Tensor) and index.device.type == "cpu" for index in indices):
-        return values
-    moved = list(values)
-    moved[position] = [
-        index.to(source.device)
-        if isinstance(index, torch.Tensor) and index.device.type == "cpu"
-        else index
-        for index in indices
-    ]
-    return moved
-
-
 # ---------------------------------------------------------------------------
 # Arguments: flatten and unflatten
 # ---------------------------------------------------------------------------
