@@ -152,3 +152,13 @@ def test_integer_division_by_a_constant_zero_raises_like_pytorch(divide):
         torch.compile(divide, backend="neuron")(values)
     causes = [raised.value, getattr(raised.value, "inner_exception", None), raised.value.__cause__]
     assert any(isinstance(cause, ZeroDivisionError) for cause in causes), causes
+
+
+def test_bool_times_infinity_or_over_zero_keeps_nan_like_pytorch():
+    # XLA rewrote float(b) * y as select(b, y, 0): False * inf gave 0, not NaN
+    flags = torch.tensor([True, False, True, False])
+    values = torch.tensor([float("inf"), float("inf"), float("nan"), -float("inf")])
+    assert_both_modes_match(lambda b: b / 0, flags)
+    assert_both_modes_match(lambda b: b * float("inf"), flags)
+    assert_both_modes_match(lambda b, x: b * x, flags, values)
+    assert_both_modes_match(lambda b, x: b.float() * x, flags, values)

@@ -149,6 +149,46 @@ def fmod(self, other):
     return _truncated_remainder(*_promoted(self, other))
 
 
+def _through_uint8(value, dtype):
+    """A bool tensor converted to ``dtype`` by way of uint8 (anything else: as it is).
+
+    XLA's CPU compiler rewrites ``convert(pred) * y`` as ``select(pred, y, 0)``, which
+    drops IEEE's 0 * inf = NaN (``tensor([False]) * inf`` gave 0, ``/ 0`` too); it does
+    not look through a convert from uint8.
+    """
+    if isinstance(value, torch.Tensor) and value.dtype == torch.bool:
+        return value.to(torch.uint8).to(dtype)
+    return value
+
+
+def _bool_widening(op, true_division=False):
+    def rule(self, other):
+        # b * y (or b / y) with b bool and a floating result -> float(uint8(b)) * y
+        dtype = torch.result_type(self, other)
+        if true_division and not dtype.is_floating_point:
+            dtype = torch.get_default_dtype()  # int / int is floating
+        has_bool = any(isinstance(v, torch.Tensor) and v.dtype == torch.bool for v in (self, other))
+        if not has_bool or not dtype.is_floating_point or not isinstance(self, torch.Tensor):
+            return NotImplemented
+        return op(_through_uint8(self, dtype), _through_uint8(other, dtype))
+
+    rule.__name__ = f"bool_widening_{op.__name__.replace('.', '_')}"
+    return rule
+
+
+lowering_rule(aten.mul.Tensor)(_bool_widening(aten.mul.Tensor))
+lowering_rule(aten.div.Tensor)(_bool_widening(aten.div.Tensor, true_division=True))
+
+
+@lowering_rule(aten._to_copy.default)
+def bool_to_float(self, **kwargs):
+    # float(b) -> float(uint8(b)), so that a later product keeps 0 * inf = NaN
+    dtype = kwargs.get("dtype")
+    if self.dtype != torch.bool or dtype is None or not dtype.is_floating_point:
+        return NotImplemented
+    return aten._to_copy.default(self.to(torch.uint8), **kwargs)
+
+
 def _nan_ignoring(extreme):
     def rule(self, other):
         # fmax(a, b) = the other operand where one is NaN, else maximum(a, b)
