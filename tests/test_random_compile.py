@@ -94,6 +94,27 @@ def test_compiled_dropout_backward_uses_the_forward_mask(fresh_dynamo):
 
 
 @pytest.mark.parametrize("device", ["cpu", "neuron"])
+def test_checkpointed_dropout_recomputes_the_forward_mask_in_backward(device, fresh_dynamo):
+    # activation checkpointing recomputes the dropout in the backward graph from the
+    # state the forward saved: the replayed words must be the forward's
+    from torch.utils.checkpoint import checkpoint
+
+    linear = torch.nn.Linear(32, 32).to(device)
+
+    def fn(h):
+        return checkpoint(
+            lambda t: torch.nn.functional.dropout(linear(t) + 5, 0.5, True), h, use_reentrant=False
+        )
+
+    h = torch.randn(16, 32, device=device, requires_grad=True)
+    out = torch.compile(fn, backend="neuron")(h)
+    out.backward(torch.ones_like(out))
+    expected = ((out != 0).float() * 2) @ linear.weight
+    assert 0.3 < (out == 0).double().mean().item() < 0.7
+    assert torch.allclose(h.grad.cpu(), expected.detach().cpu(), atol=1e-5)
+
+
+@pytest.mark.parametrize("device", ["cpu", "neuron"])
 def test_compiled_training_with_dropout_runs_natively(device, fresh_dynamo):
     torch.manual_seed(0)
     model = torch.nn.Sequential(

@@ -28,7 +28,7 @@ from torchneuron.compiler import tensors
 from torchneuron.compiler.pipeline import CompiledGraph, compile_graph
 from torchneuron.lowering import LoweringError, decomposition_table
 from torchneuron.lowering.fx_to_torch import EmptyOutput
-from torchneuron.lowering.rules.random import seed_random_ops
+from torchneuron.lowering.rules.random import is_random_state, seed_random_ops
 from torchneuron.lru import LRU
 
 _graph_ids = itertools.count()
@@ -158,7 +158,7 @@ def _compile_or_fallback(gm: torch.fx.GraphModule, example_inputs, name: str, op
             # random ops draw from a key given at each call (one more input)
             seeded = seed_random_ops(gm, example_inputs)
             compiled = compile_graph(
-                *(seeded or (gm, example_inputs)),
+                *(seeded[:2] if seeded else (gm, example_inputs)),
                 name=name,
                 target=opts.target,
                 pipeline=opts.pipeline,
@@ -173,7 +173,9 @@ def _compile_or_fallback(gm: torch.fx.GraphModule, example_inputs, name: str, op
             stacklevel=2,
         )
         return make_boxed_func(gm.forward)
-    return make_boxed_func(NeuronGraphFunction(compiled, opts.core, random_key=seeded is not None))
+    return make_boxed_func(
+        NeuronGraphFunction(compiled, opts.core, random_key=bool(seeded and seeded.takes_key))
+    )
 
 
 class NeuronGraphFunction:
@@ -267,7 +269,7 @@ class ShapeSpecializingFunction:
 
 def _has_symbolic_inputs(gm: torch.fx.GraphModule) -> bool:
     for node in gm.graph.nodes:
-        if node.op != "placeholder":
+        if node.op != "placeholder" or is_random_state(node):
             continue
         value = node.meta.get("val")
         if isinstance(value, torch.SymInt):

@@ -12,7 +12,9 @@ Two halves:
   under a key the graph takes as one more input. The program stays a pure
   function; the caller draws a fresh key from the generator of the inputs'
   device at every call, so ``torch.manual_seed`` makes runs reproducible and
-  successive calls differ.
+  successive calls differ. Activation checkpointing's recomputation (a draw
+  saved in the forward graph, replayed in the backward) replays the same words
+  from the saved ``[key, first block]``.
 
 The samples follow PyTorch's distributions, not its CPU stream. A uniform sample
 of a dtype is a multiple of 2^-p below 1 (p the dtype's precision), so ``log(1 - u)``
@@ -25,6 +27,9 @@ float64), generators passed explicitly, and random ops without a rule here
 (``randperm``, ``poisson``...). Checks PyTorch makes on the *values* at run time
 (``multinomial`` of a row with negative entries or too few nonzero categories)
 cannot be made by a compiled program: such invalid rows give indices, not an error.
+
+Why this file is long: the rules and the generator that replaces their one
+primitive are a unit (the primitive's meaning is fixed by both halves).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import torch
 import torch.fx
@@ -422,17 +428,19 @@ def _xor(a, b, const: _Constants):
     return torch.bitwise_xor(a, b)
 
 
-def philox_words(key: torch.Tensor, count: int) -> torch.Tensor:
+def philox_words(key: torch.Tensor, count: int, first_block=0) -> torch.Tensor:
     """``count`` Philox-4x32-10 words (int64 in [0, 2^32)) of ``key`` (int64[2], 32-bit words).
 
     Block ``i`` encrypts the counter ``(i, 0, 0, 0)``; its four words are samples
-    ``4i..4i+3``.
+    ``4i..4i+3``. The words start at block ``first_block`` (an int or a 0-d tensor).
     """
     const = _Constants(key.device)
     blocks = -(-count // 4)
-    if blocks > MASK32:
+    if blocks > MASK32 // 2:
         raise ValueError(f"{count} random words is more than one Philox key covers")
     c0 = torch.arange(blocks, dtype=torch.int64, device=key.device)
+    if not isinstance(first_block, int) or first_block:
+        c0 = c0 + first_block
     c1 = c2 = c3 = 0
     k0, k1 = key[0], key[1]
     for _ in range(_PHILOX_ROUNDS):
@@ -451,59 +459,117 @@ def philox_words(key: torch.Tensor, count: int) -> torch.Tensor:
     return words[:count] if words.shape[0] != count else words
 
 
-def seed_random_ops(gm: torch.fx.GraphModule, example_inputs: Sequence):
-    """``gm`` with its random draws keyed by one more input, or None if it draws nothing.
+class SeededGraph(NamedTuple):
+    graph_module: torch.fx.GraphModule
+    example_inputs: list
+    takes_key: bool  # a last input more: the key of the graph's fresh draws
 
-    Returns ``(graph_module, example_inputs)``: a copy of ``gm`` whose last input
-    (``random_key``, int64[2] of 32-bit words) keys Philox words that replace every
-    ``random_bits``. Raises ``UnsupportedOpError`` for a random op left without a
-    rule (the graph must not draw from an unseeded source).
+
+_SAVE = torch.ops.higher_order.run_and_save_rng_state
+_REPLAY = torch.ops.higher_order.run_with_rng_state
+
+
+def _words_request(node: torch.fx.Node):
+    """(kind, size, device) of a node that draws words: a "draw", a "saved" draw or a
+    "replay" of one (activation checkpointing's recomputation); None for other nodes."""
+    bits = torch.ops.torchneuron.random_bits.default
+    if node.op != "call_function":
+        return None
+    if node.target is bits:
+        return "draw", *node.args
+    if node.target is _SAVE and node.args[0] is bits:
+        return "saved", *node.args[1:]
+    if node.target is _REPLAY and node.args[1] is bits:
+        return "replay", *node.args[2:]
+    if node.target in (_SAVE, _REPLAY) or torch.Tag.nondeterministic_seeded in getattr(
+        node.target, "tags", ()
+    ):
+        from ..errors import UnsupportedOpError, describe_value, node_source
+
+        operands = [a.meta.get("val") for a in node.all_input_nodes]
+        raise UnsupportedOpError(
+            str(node.target),
+            [describe_value(v) for v in operands if v is not None],
+            node_source(node),
+            "no native sampler for this random op (or for these arguments)",
+        )
+    return None
+
+
+def is_random_state(node: torch.fx.Node) -> bool:
+    """Whether ``node`` is only the saved state of replayed draws (its size is ours, fixed)."""
+    users = list(node.users)
+    return bool(users) and all(
+        user.target is _REPLAY and user.args[0] is node and user.args[1] is not None
+        for user in users
+    )
+
+
+def seed_random_ops(gm: torch.fx.GraphModule, example_inputs: Sequence) -> SeededGraph | None:
+    """A copy of ``gm`` whose random words are Philox words; None if it draws none.
+
+    Fresh draws are keyed by one more input (``random_key``, int64[2] of 32-bit
+    words), each starting on a block of its own; a saved draw's state is
+    ``[key, first block]``, from which a replay recomputes the same words. Raises
+    ``UnsupportedOpError`` for a random op left without a rule (the graph must not
+    draw from an unseeded source).
     """
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from ..errors import UnsupportedOpError, describe_value, node_source
-
-    draws = []
-    for node in gm.graph.nodes:
-        if node.op != "call_function":
-            continue
-        if node.target is torch.ops.torchneuron.random_bits.default:
-            draws.append(node)
-        elif torch.Tag.nondeterministic_seeded in getattr(node.target, "tags", ()):
-            operands = [a.meta.get("val") for a in node.all_input_nodes]
-            raise UnsupportedOpError(
-                str(node.target),
-                [describe_value(v) for v in operands if v is not None],
-                node_source(node),
-                "no native sampler for this random op (or for these arguments)",
-            )
-    if not draws:
-        return None
     graph = copy.deepcopy(gm.graph)
-    copies = {old: new for old, new in zip(gm.graph.nodes, graph.nodes)}
-    draws = [copies[node] for node in draws]
-    sizes = [list(node.args[0]) for node in draws]
-    counts = [math.prod(size) for size in sizes]
-    device = torch.device(draws[0].args[1])
+    requests = [(n, r) for n in graph.nodes if (r := _words_request(n)) is not None]
+    if not requests:
+        return None
+    draws = [(n, size) for n, (kind, size, _) in requests if kind != "replay"]
+    replays = [(n, size) for n, (kind, size, _) in requests if kind == "replay"]
+    device = torch.device(requests[0][1][2])
+    first_blocks, blocks = [], 0
+    for _, size in draws:
+        first_blocks.append(blocks)
+        blocks += -(-math.prod(size) // 4)
 
-    def words(key):
-        flat = philox_words(key, sum(counts))
-        return tuple(part.reshape(size) for part, size in zip(flat.split(counts), sizes))
+    def words(key, *states):
+        outputs = []
+        flat = philox_words(key, 4 * blocks) if draws else None
+        for (node, size), first in zip(draws, first_blocks):
+            outputs.append(flat[4 * first : 4 * first + math.prod(size)].reshape(size))
+            if node.target is _SAVE:
+                outputs.append(torch.cat([key, _int(first, device).reshape(1)]))
+        for state, (_, size) in zip(states, replays):
+            outputs.append(philox_words(state[:2], math.prod(size), state[2]).reshape(size))
+        return tuple(outputs)
 
     with FakeTensorMode():
         key = torch.empty(2, dtype=torch.int64, device=device)
-        words_gm = make_fx(words)(key)
-    inputs = [node for node in graph.nodes if node.op == "placeholder"]
-    where = graph.inserting_after(inputs[-1]) if inputs else graph.inserting_before(draws[0])
-    with where:
-        key_node = graph.placeholder(RANDOM_KEY_INPUT)
-    key_node.meta["val"] = key
-    (key_placeholder,) = [n for n in words_gm.graph.nodes if n.op == "placeholder"]
-    with graph.inserting_before(draws[0]):
-        outputs = graph.graph_copy(words_gm.graph, {key_placeholder: key_node})
-    for node, output in zip(draws, outputs):
-        node.replace_all_uses_with(output)
+        states = [torch.empty(3, dtype=torch.int64, device=device) for _ in replays]
+        words_gm = make_fx(words)(key, *states)
+    values = {}
+    if draws:
+        inputs = [node for node in graph.nodes if node.op == "placeholder"]
+        where = graph.inserting_after(inputs[-1]) if inputs else graph.inserting_before(draws[0][0])
+        with where:
+            values[key] = graph.placeholder(RANDOM_KEY_INPUT)
+        values[key].meta["val"] = key
+    for state, (node, _) in zip(states, replays):
+        values[state] = node.args[0]
+        node.args[0].meta["val"] = state  # PyTorch declares a uint8 state of unknown size
+    sub_inputs = [n for n in words_gm.graph.nodes if n.op == "placeholder"]
+    with graph.inserting_before(requests[0][0]):
+        sources = [values.get(key), *(values[state] for state in states)]
+        outputs = iter(graph.graph_copy(words_gm.graph, dict(zip(sub_inputs, sources))))
+    for node, _ in draws:
+        if node.target is _SAVE:  # (state, words): its users are getitems
+            drawn, state = next(outputs), next(outputs)
+            for user in list(node.users):
+                user.replace_all_uses_with(state if user.args[1] == 0 else drawn)
+                graph.erase_node(user)
+        else:
+            node.replace_all_uses_with(next(outputs))
+        graph.erase_node(node)
+    for node, _ in replays:
+        node.replace_all_uses_with(next(outputs))
         graph.erase_node(node)
     graph.lint()
-    return torch.fx.GraphModule(gm, graph), [*example_inputs, key]
+    extra = [key] if draws else []
+    return SeededGraph(torch.fx.GraphModule(gm, graph), [*example_inputs, *extra], bool(draws))
