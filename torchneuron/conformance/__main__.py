@@ -62,7 +62,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write every outcome as a JSON line here")
     parser.add_argument("--from-json", type=Path, help="report a saved run instead of running")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    parser.add_argument(
+        "--fallback-table",
+        action="store_true",
+        help="print the README's table of ops that run on the CPU (from the expectations) and exit",
+    )
     args = parser.parse_args(argv)
+
+    if args.fallback_table:
+        from .fallbacks import fallback_rows, markdown_table
+
+        print(markdown_table(fallback_rows(args.expectations)), end="")
+        return 0
 
     if args.from_json:
         outcomes = [
