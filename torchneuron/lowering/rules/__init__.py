@@ -47,12 +47,14 @@ def lowering_rules() -> dict[torch._ops.OpOverload, Rule]:
         convolution,
         creation,
         embedding,
+        extremes,
         indexing,
         linalg,
         pooling,
         qr,
         random,
         reductions,
+        sorting,
         special,
     )
 

@@ -22,14 +22,6 @@ aten = torch.ops.aten
 # -- 0-d inputs: torch-mlir's reduction lowerings assume rank >= 1 -------------------
 
 
-@lowering_rule(aten.argmax.default, aten.argmin.default)
-def arg_extreme(self, dim=None, keepdim=False):
-    # argmax(0-d x) -> 0
-    if self.dim() != 0:
-        return NotImplemented
-    return torch.zeros((), dtype=torch.int64, device=self.device)
-
-
 @lowering_rule(aten.logsumexp.default)
 def logsumexp(self, dim, keepdim=False):
     # logsumexp(0-d x, 0) -> x  (log(exp(x)) for every x, infinities and NaN included)
@@ -60,34 +52,8 @@ def _reduce_as_vector(op):
     return rule
 
 
-for _op in (
-    aten.sum.dim_IntList,
-    aten.mean.dim,
-    aten.amax.default,
-    aten.amin.default,
-    aten.any.dims,
-    aten.all.dims,
-    aten.prod.dim_int,
-):
+for _op in (aten.sum.dim_IntList, aten.prod.dim_int):
     lowering_rule(_op)(_reduce_as_vector(_op))
-
-
-def _reduce_one_dim_as_vector(op):
-    def rule(self, dim, keepdim=False):
-        # op(0-d x, 0) -> op(x.reshape(1), 0)
-        if self.dim() != 0:
-            return NotImplemented
-        result = op(self.reshape(1), 0, False)
-        if isinstance(result, tuple):
-            return tuple(r.reshape(()) for r in result)
-        return result.reshape(())
-
-    rule.__name__ = f"zero_dim_{op.__name__.replace('.', '_')}"
-    return rule
-
-
-for _op in (aten.any.dim, aten.all.dim, aten.max.dim, aten.min.dim):
-    lowering_rule(_op)(_reduce_one_dim_as_vector(_op))
 
 
 # -- scans ---------------------------------------------------------------------------
@@ -131,6 +97,9 @@ def cumprod(self, dim, *, dtype=None):
         value = value.to(torch.int64)
     if value.dim() == 0:
         return value.clone()
+    if value.dtype in (torch.float16, torch.bfloat16):
+        # products in float32, each output rounded once (PyTorch's kernel accumulates so)
+        return cumprod(value.to(torch.float32), dim).to(value.dtype)
     (result,) = scan([value], _scan_dim(value, dim), [1], lambda a, b: [a[0] * b[0]])
     return result
 
@@ -156,6 +125,10 @@ def logcumsumexp(self, dim):
 def _running_extreme(self, dim, better: Callable):
     if self.dim() == 0:
         return self.clone(), torch.zeros((), dtype=torch.int64, device=self.device)
+    if self.dtype in (torch.bool, torch.uint8):
+        # bool/uint8 -> int32 (no uint8 literal lowers, nor an unsigned comparison)
+        values, indices = _running_extreme(self.to(torch.int32), dim, better)
+        return values.to(self.dtype), indices
     dim = _scan_dim(self, dim)
     shape = [1] * self.dim()
     shape[dim] = self.shape[dim]
@@ -172,8 +145,6 @@ def _running_extreme(self, dim, better: Callable):
     low_fill = -math.inf if self.is_floating_point() else torch.iinfo(self.dtype).min
     high_fill = math.inf if self.is_floating_point() else torch.iinfo(self.dtype).max
     fill = low_fill if better is torch.ge else high_fill
-    if self.dtype == torch.bool:
-        fill = better is not torch.ge
     values, indices = scan([self, positions], dim, [fill, 0], keep_later)
     return values, indices
 
@@ -217,20 +188,11 @@ def kthvalue(self, k, dim=-1, keepdim=False):
     return _pick(values, indices, k - 1, dim, keepdim)
 
 
-def _sort_nan_last(self, dim):
-    # The lowered sort's comparator leaves NaN anywhere; sort NaN as +inf instead.
-    if not self.is_floating_point():
-        return torch.sort(self, dim=dim)
-    key = torch.where(torch.isnan(self), torch.full_like(self, math.inf), self)
-    _, indices = torch.sort(key, dim=dim)
-    return torch.gather(self, dim, indices), indices
-
-
 def _median_along(self, dim, keepdim, ignore_nan: bool):
     if self.dim() == 0:
         return self.clone(), torch.zeros((), dtype=torch.int64, device=self.device)
     dim = dim % self.dim()
-    values, indices = _sort_nan_last(self, dim)
+    values, indices = torch.sort(self, dim=dim)  # NaN last (rules.sorting)
     length = self.shape[dim]
     if not self.is_floating_point():
         return _pick(values, indices, (length - 1) // 2, dim, keepdim)
@@ -293,47 +255,9 @@ def norm_dim(self, p, dim, keepdim=False):
     )
 
 
-# -- stable sort and mode: dense comparisons (n^2 elements per row) ---------------------
+# -- mode: dense comparisons (n^2 elements per row) -------------------------------------
 
 DENSE_ROW_LIMIT = 1 << 22  # elements of the largest (rows x n x n) comparison built
-
-
-def _order_key(x: torch.Tensor):
-    """(nan flag, value) pairs ordered like PyTorch's sort: NaN after everything else."""
-    if not x.is_floating_point():
-        return torch.zeros_like(x, dtype=torch.bool), x
-    nan = torch.isnan(x)
-    return nan, torch.where(nan, torch.zeros_like(x), x)
-
-
-@lowering_rule(aten.sort.stable)
-def sort_stable(self, *, stable=False, dim=-1, descending=False):
-    # stable=False -> sort.default; stable=True -> rank_i = #{j: x_j before x_i or (x_j == x_i
-    # and j < i)}, then scatter i to position rank_i
-    if not stable:
-        return aten.sort.default(self, dim, descending)
-    if self.dim() == 0:
-        return self.clone(), torch.zeros((), dtype=torch.int64, device=self.device)
-    dim = dim % self.dim()
-    n = self.shape[dim]
-    if self.numel() * n > DENSE_ROW_LIMIT or self.dtype == torch.bool:
-        return NotImplemented
-    moved = self.movedim(dim, -1)
-    nan, key = _order_key(moved)
-    # before[..., i, j]: element j sorts strictly before element i
-    nan_i, nan_j = nan.unsqueeze(-1), nan.unsqueeze(-2)
-    key_i, key_j = key.unsqueeze(-1), key.unsqueeze(-2)
-    if descending:
-        strictly = (nan_j & ~nan_i) | ((nan_j == nan_i) & (key_j > key_i))
-    else:
-        strictly = (~nan_j & nan_i) | ((nan_j == nan_i) & (key_j < key_i))
-    equal = (nan_j == nan_i) & (key_j == key_i)
-    positions = torch.arange(n, device=self.device)
-    earlier = positions.unsqueeze(0) < positions.unsqueeze(1)  # [i, j]: j < i
-    rank = (strictly | (equal & earlier)).sum(-1)  # [..., n]
-    order = torch.zeros_like(rank).scatter(-1, rank, positions.expand(rank.shape))
-    values = torch.gather(moved, -1, order)
-    return values.movedim(-1, dim), order.movedim(-1, dim)
 
 
 @lowering_rule(aten.mode.default)
