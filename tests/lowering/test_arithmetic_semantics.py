@@ -10,6 +10,11 @@ from __future__ import annotations
 import pytest
 import torch
 
+from torchneuron.lowering.rules.arithmetic import (
+    IntegerDivisionByZeroError,
+    NegativeIntegerPowerError,
+)
+
 
 @pytest.fixture(autouse=True)
 def no_fallback(monkeypatch):
@@ -151,7 +156,7 @@ def test_integer_division_by_a_constant_zero_raises_like_pytorch(divide):
     with pytest.raises(RuntimeError) as raised:
         torch.compile(divide, backend="neuron")(values)
     causes = [raised.value, getattr(raised.value, "inner_exception", None), raised.value.__cause__]
-    assert any(isinstance(cause, ZeroDivisionError) for cause in causes), causes
+    assert any(isinstance(cause, IntegerDivisionByZeroError) for cause in causes), causes
 
 
 def test_bool_times_infinity_or_over_zero_keeps_nan_like_pytorch():
@@ -162,3 +167,13 @@ def test_bool_times_infinity_or_over_zero_keeps_nan_like_pytorch():
     assert_both_modes_match(lambda b: b * float("inf"), flags)
     assert_both_modes_match(lambda b, x: b * x, flags, values)
     assert_both_modes_match(lambda b, x: b.float() * x, flags, values)
+
+
+def test_integer_to_a_constant_negative_power_raises_like_pytorch():
+    values = torch.tensor([1, 2, -1])
+    with pytest.raises(RuntimeError):
+        values**-1
+    with pytest.raises(RuntimeError) as raised:
+        torch.compile(lambda t: t**-1, backend="neuron")(values)
+    causes = [raised.value, getattr(raised.value, "inner_exception", None), raised.value.__cause__]
+    assert any(isinstance(cause, NegativeIntegerPowerError) for cause in causes), causes

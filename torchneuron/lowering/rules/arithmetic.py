@@ -189,6 +189,19 @@ def bool_to_float(self, **kwargs):
     return aten._to_copy.default(self.to(torch.uint8), **kwargs)
 
 
+class NegativeIntegerPowerError(TorchNeuronError):
+    """An integer tensor raised to a constant negative integer power (PyTorch refuses it)."""
+
+
+@lowering_rule(aten.pow.Tensor_Scalar)
+def integer_power(self, exponent):
+    # int ** (negative constant) -> PyTorch's refusal (StableHLO would give 0, 1 or -1)
+    integral = not (self.is_floating_point() or self.is_complex())
+    if integral and isinstance(exponent, int) and not isinstance(exponent, bool) and exponent < 0:
+        raise NegativeIntegerPowerError("Integers to negative integer powers are not allowed.")
+    return NotImplemented
+
+
 def _nan_ignoring(extreme):
     def rule(self, other):
         # fmax(a, b) = the other operand where one is NaN, else maximum(a, b)
