@@ -4,6 +4,12 @@ Two steps, each a stage of its own: the raw import is simplified to torch-mlir's
 "backend contract" form (``torch`` stage), then converted to StableHLO
 (``stablehlo`` stage). A failure to legalize an ATen op becomes an
 ``UnsupportedOpError`` naming the op, its operands and the user's source line.
+
+Some forms crash torch-mlir's native code (a segfault: the process dies, nothing can
+catch it) or send it into an endless loop. The lowering rules rewrite them before import; what still reaches a
+pipeline in such a form (from torch-mlir's own decompositions, or a graph built
+without our rules) is refused first, with an ``UnsupportedOpError`` naming the form
+(``CRASHING_FORMS``).
 """
 
 from __future__ import annotations
@@ -27,6 +33,27 @@ TORCH_BACKEND_PIPELINE = (
 )
 STABLEHLO_PIPELINE = "builtin.module(torch-backend-to-stablehlo-backend-pipeline)"
 
+# torch-mlir ops whose lowering crashes (or never ends) on a 0-d first operand: name ->
+# the index of the keepdim operand (crashes only when it is a constant true), or None
+# (always). Found by running each form in a subprocess: var/std crash in the torch
+# stage, the keepdim reductions in the stablehlo stage (torch-mlir's var decomposes
+# into them), softmax and log_softmax loop forever in the torch stage.
+CRASHING_FORMS: dict[str, int | None] = {
+    "torch.aten.var.correction": None,
+    "torch.aten.var.dim": None,
+    "torch.aten.var_mean.correction": None,
+    "torch.aten.var_mean.dim": None,
+    "torch.aten.std.correction": None,
+    "torch.aten.std.dim": None,
+    "torch.aten.std_mean.correction": None,
+    "torch.aten.std_mean.dim": None,
+    "torch.aten.sum.dim_IntList": 2,
+    "torch.aten.mean.dim": 2,
+    "torch.aten.linalg_vector_norm": 3,
+    "torch.aten._softmax": None,
+    "torch.aten._log_softmax": None,
+}
+
 _ILLEGAL_OP = re.compile(r"failed to legalize operation '([\w.]+)'")
 _OPAQUE_OP = re.compile(r'name = "(torch\.aten\.[\w.]+)"')
 _LEFTOVER_ATEN_OP = re.compile(r"\b(torch\.aten\.[\w.]+)\b")
@@ -43,6 +70,7 @@ def lower_to_stablehlo(module: ir.Module, graph: torch.fx.Graph | None = None) -
 
 
 def _run(module: ir.Module, pipeline: str, stage: str, graph: torch.fx.Graph | None) -> None:
+    refuse_crashing_forms(module, graph)
     with captured_native_stderr() as captured:
         try:
             with module.context as ctx:
@@ -53,6 +81,45 @@ def _run(module: ir.Module, pipeline: str, stage: str, graph: torch.fx.Graph | N
             error = exc
     diagnostics = f"{captured.text}\n{error}"
     raise _explain(diagnostics, stage, module, graph) from None
+
+
+def refuse_crashing_forms(module: ir.Module, graph: torch.fx.Graph | None = None) -> None:
+    """Raise ``UnsupportedOpError`` if ``module`` holds a form torch-mlir crashes on."""
+    found: list[str] = []
+
+    def visit(op) -> ir.WalkResult:
+        op = op.operation
+        if op.name in CRASHING_FORMS and _crashes(op, CRASHING_FORMS[op.name]):
+            found.append(op.name)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    if found:
+        op = found[0].removeprefix("torch.")
+        node = _find_node(graph, op)
+        values = [a.meta.get("val") for a in node.all_input_nodes] if node is not None else []
+        raise UnsupportedOpError(
+            str(node.target) if node is not None else op,
+            [describe_value(v) for v in values] or ["a 0-d tensor"],
+            node_source(node) if node is not None else None,
+            detail="refused before torch-mlir, whose lowering of this form crashes the process",
+        )
+
+
+def _crashes(op: ir.Operation, keepdim_index: int | None) -> bool:
+    operands = list(op.operands)
+    if not operands or not str(operands[0].type).startswith("!torch.vtensor<[],"):
+        return False
+    if keepdim_index is None:
+        return True
+    if keepdim_index >= len(operands):
+        return False
+    owner = operands[keepdim_index].owner
+    owner = getattr(owner, "operation", owner)
+    if not isinstance(owner, ir.Operation) or owner.name != "torch.constant.bool":
+        return True  # not a constant: it may be true
+    return ir.BoolAttr(owner.attributes["value"]).value
 
 
 @contextlib.contextmanager

@@ -50,6 +50,7 @@ def lowering_rules() -> dict[torch._ops.OpOverload, Rule]:
         extremes,
         indexing,
         linalg,
+        moments,
         pooling,
         qr,
         random,
