@@ -77,6 +77,20 @@ def test_compiled_random_ops_on_device_follow_the_device_generator(fresh_dynamo)
     assert not torch.equal(first.cpu(), second.cpu())
 
 
+def test_compiled_factory_draw_on_device_returns_a_device_tensor_from_its_generator(
+    fresh_dynamo,
+):
+    compiled = torch.compile(lambda: torch.randn(1000, device="neuron"), backend="neuron")
+    cpu_state = torch.get_rng_state()
+    torch.neuron.manual_seed(4)
+    first = compiled()
+    torch.neuron.manual_seed(4)
+    again = compiled()
+    assert first.device.type == "neuron"
+    assert torch.equal(first.cpu(), again.cpu())
+    assert torch.equal(torch.get_rng_state(), cpu_state)  # the key came from the device's
+
+
 def test_compiled_dropout_backward_uses_the_forward_mask(fresh_dynamo):
     def step(h):
         return torch.nn.functional.dropout(h, 0.3, True)

@@ -173,9 +173,8 @@ def _compile_or_fallback(gm: torch.fx.GraphModule, example_inputs, name: str, op
             stacklevel=2,
         )
         return make_boxed_func(gm.forward)
-    return make_boxed_func(
-        NeuronGraphFunction(compiled, opts.core, random_key=bool(seeded and seeded.takes_key))
-    )
+    random_key = bool(seeded and seeded.takes_key)
+    return make_boxed_func(NeuronGraphFunction(compiled, opts.core, random_key, _output_device(gm)))
 
 
 class NeuronGraphFunction:
@@ -185,18 +184,25 @@ class NeuronGraphFunction:
     its random draws, drawn at each call from the generator of the inputs' device.
     """
 
-    def __init__(self, compiled: CompiledGraph, core: int = 0, random_key: bool = False):
+    def __init__(
+        self,
+        compiled: CompiledGraph,
+        core: int = 0,
+        random_key: bool = False,
+        device: torch.device | None = None,
+    ):
         from torchneuron.runtime import load_neff
 
         self.compiled = compiled
         self.random_key = random_key
+        self.device = device or torch.device("cpu")  # of a graph without tensor inputs
         self.loaded = load_neff(compiled.neff, core=core)
         self.none_outputs = set(compiled.none_outputs)
         self.constant_outputs = dict(compiled.constant_outputs)
         self.output_count = compiled.output_count
 
     def __call__(self, *args):
-        device = _first_device(args)
+        device = _first_device(args, self.device)
         # None stands for an effect token (AOTAutograd threads one through ops such as
         # linalg's error checks); the program takes it as an empty tensor.
         on_device = device.type == "neuron"
@@ -294,8 +300,18 @@ def _random_key(device: torch.device) -> np.ndarray:
     return torch.randint(0, 2**32, (2,), dtype=torch.int64).numpy()
 
 
-def _first_device(args) -> torch.device:
+def _output_device(gm: torch.fx.GraphModule) -> torch.device | None:
+    """The device of the graph's first tensor output, as traced."""
+    for node in gm.graph.find_nodes(op="output"):
+        for value in torch.utils._pytree.tree_leaves(node.args[0]):
+            traced = value.meta.get("val") if isinstance(value, torch.fx.Node) else None
+            if isinstance(traced, torch.Tensor):
+                return traced.device
+    return None
+
+
+def _first_device(args, default: torch.device | None = None) -> torch.device:
     for a in args:
         if isinstance(a, torch.Tensor):
             return a.device
-    return torch.device("cpu")
+    return default or torch.device("cpu")
