@@ -60,7 +60,7 @@ class CompiledGraph:
     neff: bytes | None
     inputs: list[dict]  # runtime inputs, in call order: name, shape, dtype
     weights: list[dict]  # weights stored in the NEFF: name, shape, dtype, source
-    outputs: list[dict]  # name, shape, dtype
+    outputs: list[dict]  # name, shape, dtype (the run-time checks' results not among them)
     output_count: int  # outputs of the FX graph, None ones included
     none_outputs: tuple[int, ...]
     artifacts: dict[str, str] = field(default_factory=dict)
@@ -73,6 +73,9 @@ class CompiledGraph:
     # None if the estimate failed (a warning says why).
     schedule: Any = None
     estimate_seconds: float = 0.0
+    # run-time checks, as the manifest lists them: output (position among the program's
+    # results), error (kind), message
+    checks: list[dict] = field(default_factory=list)
 
 
 @dataclass
@@ -176,6 +179,7 @@ class Compilation:
     def _stablehlo(self) -> str:
         lowering.lower_to_stablehlo(self.module, self.graph)
         program.mark_arguments(self.module, self.marks)
+        program.mark_checks(self.module, self.prepared.checks)
         return str(self.module)
 
     def _optimized(self) -> str:
@@ -240,19 +244,22 @@ class Compilation:
             schedule.memory.program_bytes = len(portable)
             self._check_fits(schedule, lnc)
         inputs = [a for a in arguments if a["kind"] == "input"]
-        outputs = self._named_outputs(results)
+        outputs = self._program_outputs(results)
         variables = [
             {**a, "size_bytes": program.size_bytes(a)}
             | ({"file": weight_file_path(a["name"])} if a["kind"] == "weight" else {})
             for a in arguments
-        ] + [{**o, "kind": "output", "size_bytes": program.size_bytes(o)} for o in outputs]
+        ] + [
+            {**program.spec(o), "kind": "output", "size_bytes": program.size_bytes(o)}
+            for o in outputs
+        ]
         sources = self.request.weight_sources
         manifest = {
             "format": "torchneuron-neff",
             "name": self.name,
             "signature": {
                 "inputs": [program.spec(a) for a in inputs],
-                "outputs": [program.spec(o) for o in outputs],
+                "outputs": [program.spec(o) for o in outputs if "check" not in o],
             },
             "weights": [
                 program.spec(a) | {"source": sources.get(a["name"], a["name"])}
@@ -266,6 +273,9 @@ class Compilation:
             "source_hash": hashlib.sha256(self.source.encode()).hexdigest(),
             "estimates": schedule.summary() if schedule is not None else {},
         }
+        checks = self._checks()
+        if checks:  # absent when there are none: such a NEFF reads as before
+            manifest["checks"] = checks
         definition = {"variables": variables, "dma_queues": []}
         extra_files = {}
         if schedule is not None:
@@ -303,7 +313,7 @@ class Compilation:
             for a in arguments
         ] + [
             (f"output {o['name']} {o['dtype']}{o['shape']}", program.size_bytes(o))
-            for o in self._named_outputs(results)
+            for o in self._program_outputs(results)
         ]
         raise HbmCapacityError(
             f"{self.name!r} does not fit on one {self.target} logical NeuronCore (LNC={lnc}): "
@@ -337,14 +347,32 @@ class Compilation:
                 raise LoweringError(f"program argument {name!r} is marked a weight but has no data")
         return arrays
 
-    def _named_outputs(self, results: list[dict]) -> list[dict]:
+    def _checks(self) -> list[dict]:
+        """The manifest's ``checks``: output (the result's position), error, message."""
+        return [
+            {"output": c["result"], "error": c["error"], "message": c["message"]}
+            for c in program.checks_of(self.module)
+        ]
+
+    def _program_outputs(self, results: list[dict]) -> list[dict]:
+        """Every result of @main, named: the outputs (``output<i>`` or the requested names)
+        and the run-time checks (``check<k>``, with ``check`` set to the check)."""
+        checks = {c["result"]: c for c in program.checks_of(self.module)}
         given = self.request.output_names
         names = list(given) if given is not None else []
-        if names and len(names) != len(results):
-            raise CompileError(
-                f"{len(names)} output names given for {len(results)} program results"
-            )
-        return [{"name": names[i] if names else f"output{i}", **r} for i, r in enumerate(results)]
+        count = len(results) - len(checks)
+        if names and len(names) != count:
+            raise CompileError(f"{len(names)} output names given for {count} program results")
+        outputs: list[dict] = []
+        for i, result in enumerate(results):
+            position = len(outputs) - sum(1 for o in outputs if "check" in o)
+            if i in checks:
+                outputs.append({"name": f"check{i - position}", **result, "check": checks[i]})
+            else:
+                outputs.append(
+                    {"name": names[position] if names else f"output{position}", **result}
+                )
+        return outputs
 
     def _result(self) -> CompiledGraph:
         inputs, weights, outputs = [], [], []
@@ -355,7 +383,7 @@ class Compilation:
             arguments, results = program.signature_of(self.module)
             inputs = [program.spec(a) for a in arguments if a["kind"] == "input"]
             weights = [program.spec(a) for a in arguments if a["kind"] == "weight"]
-            outputs = [program.spec(o) for o in self._named_outputs(results)]
+            outputs = [program.spec(o) for o in self._program_outputs(results) if "check" not in o]
         prepared = self.prepared
         report = self.pass_report
         return CompiledGraph(
@@ -365,7 +393,7 @@ class Compilation:
             inputs=inputs,
             weights=weights,
             outputs=outputs,
-            output_count=prepared.output_count if prepared else len(results),
+            output_count=prepared.output_count if prepared else len(outputs),
             none_outputs=prepared.none_outputs if prepared else (),
             constant_outputs=dict(prepared.constant_outputs) if prepared else {},
             artifacts=self.artifacts,
@@ -374,6 +402,7 @@ class Compilation:
             pass_counters=dict(report.counters) if report else {},
             schedule=self.schedule,
             estimate_seconds=self.estimate_seconds,
+            checks=self._checks() if self.module is not None and outputs else [],
         )
 
 

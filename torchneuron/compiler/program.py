@@ -2,8 +2,11 @@
 
 Arguments of ``func.func @main`` carry ``neuron.weight = "<name>"`` (data stored in the
 NEFF) or ``neuron.input = "<name>"`` (supplied at run time); ``signature_of`` reads
-them with each argument's shape and dtype. ``portable_artifact`` writes the program as
-the StableHLO portable artifact the executor reads, without our bookkeeping attributes.
+them with each argument's shape and dtype. Results that are run-time checks (a 0-d
+bool that must be true, ``lowering.checks``) carry ``neuron.check = "<message>"`` and
+``neuron.check_error = "<kind>"``; ``checks_of`` reads them. ``portable_artifact`` writes
+the program as the StableHLO portable artifact the executor reads, without our
+bookkeeping attributes.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from .versions import stablehlo_target_version
 
 WEIGHT_ATTR = "neuron.weight"
 INPUT_ATTR = "neuron.input"
+CHECK_ATTR = "neuron.check"
+CHECK_ERROR_ATTR = "neuron.check_error"
 # Discardable attributes of ours that stay out of the serialized program.
 ANNOTATION_ATTRS = ("neuron.kernel", "neuron.engine", "neuron.activation")
 
@@ -53,6 +58,47 @@ def mark_arguments(module: ir.Module, marks: list[tuple[str, str]]) -> None:
             for kind, name in marks
         ]
         func.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+
+
+def mark_checks(module: ir.Module, checks) -> None:
+    """Mark the last ``len(checks)`` results of @main as the run-time checks ``checks``
+    (``lowering.checks.Check``: error kind, message), in order. Nothing when none."""
+    if not checks:
+        return
+    func = main_function(module)
+    function_type = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+    count = len(function_type.results)
+    if len(checks) > count:
+        raise LoweringError(f"@main has {count} results, fewer than its {len(checks)} checks")
+    first = count - len(checks)
+    with module.context:
+        attrs = [ir.DictAttr.get({}) for _ in range(first)] + [
+            ir.DictAttr.get(
+                {
+                    CHECK_ATTR: ir.StringAttr.get(check.message),
+                    CHECK_ERROR_ATTR: ir.StringAttr.get(check.error),
+                }
+            )
+            for check in checks
+        ]
+        func.attributes["res_attrs"] = ir.ArrayAttr.get(attrs)
+
+
+def checks_of(module: ir.Module) -> list[dict]:
+    """The run-time checks of @main: result (its position), error (kind) and message."""
+    func = main_function(module)
+    if "res_attrs" not in func.attributes:
+        return []
+    checks = []
+    for position, attr in enumerate(ir.ArrayAttr(func.attributes["res_attrs"])):
+        attrs = ir.DictAttr(attr)
+        if CHECK_ATTR in attrs:
+            error = (
+                ir.StringAttr(attrs[CHECK_ERROR_ATTR]).value if CHECK_ERROR_ATTR in attrs else ""
+            )
+            message = ir.StringAttr(attrs[CHECK_ATTR]).value
+            checks.append({"result": position, "error": error, "message": message})
+    return checks
 
 
 def signature_of(module: ir.Module) -> tuple[list[dict], list[dict]]:
@@ -103,13 +149,18 @@ def portable_artifact(module: ir.Module) -> bytes:
 
     func = main_function(module)
     text = str(module)
-    if "arg_attrs" in func.attributes or any(name in text for name in ANNOTATION_ATTRS):
+    if (
+        "arg_attrs" in func.attributes
+        or "res_attrs" in func.attributes
+        or any(name in text for name in ANNOTATION_ATTRS)
+    ):
         # Our argument attributes and kernel/engine annotations are bookkeeping (the
         # schedule is stored beside the program), not part of the portable program.
         clone = ir.Module.parse(text, module.context)
         clone_main = main_function(clone)
-        if "arg_attrs" in clone_main.attributes:
-            del clone_main.attributes["arg_attrs"]
+        for name in ("arg_attrs", "res_attrs"):
+            if name in clone_main.attributes:
+                del clone_main.attributes[name]
         strip_annotations(clone)
         text = str(clone)
     try:

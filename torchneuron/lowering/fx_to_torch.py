@@ -2,8 +2,9 @@
 
 Before import the graph is normalised so that the program has a plain
 signature: every tensor the graph reads is a function argument (constants held
-by the module become *weights*, never inline literals), and ``None`` outputs
-(gradients of inputs that need none) are dropped and remembered.
+by the module become *weights*, never inline literals), ``None`` outputs
+(gradients of inputs that need none) are dropped and remembered, and each run-time
+check (``lowering.checks``) becomes one more output, after the graph's own.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import torch as torch_d
 from torch_mlir.extras.fx_importer import FxImporter
 
+from .checks import Check, check_of, is_check
 from .errors import DynamicShapeError, LoweringError
 from .normalize import normalize_graph
 
@@ -53,6 +55,9 @@ class PreparedGraph:
     # outputs that are plain numbers (a size AOTAutograd saves for the backward pass,
     # concrete once the graph is specialised to its input shapes): position -> value
     constant_outputs: dict[int, object] = field(default_factory=dict)
+    # run-time checks: the program's last len(checks) results are their conditions
+    # (0-d bools), in this order, after the outputs of the original graph
+    checks: tuple[Check, ...] = ()
 
 
 def prepare_graph(
@@ -126,12 +131,38 @@ def prepare_graph(
         if value.numel() == 0:
             # Nothing to compute (and torch-mlir cannot lower every empty literal).
             constant_outputs[i] = EmptyOutput(tuple(value.shape), value.dtype)
-    output_node.args = (
-        tuple(r for i, r in enumerate(results) if r is not None and i not in constant_outputs),
-    )
+    kept = [r for i, r in enumerate(results) if r is not None and i not in constant_outputs]
+    conditions, checks = _checks_as_outputs(graph)
+    output_node.args = (tuple(kept + conditions),)
     graph.eliminate_dead_code()
     normalize_graph(graph)
-    return PreparedGraph(gm, arguments, weights, len(results), none_outputs, constant_outputs)
+    return PreparedGraph(
+        gm, arguments, weights, len(results), none_outputs, constant_outputs, tuple(checks)
+    )
+
+
+def _checks_as_outputs(graph: torch.fx.Graph) -> tuple[list[torch.fx.Node], list[Check]]:
+    """Every ``torchneuron::check`` node removed; its condition, a 0-d bool, returned to
+    become an output. Checks the same condition states twice are kept once."""
+    conditions: list[torch.fx.Node] = []
+    checks: list[Check] = []
+    seen: set[tuple[torch.fx.Node, Check]] = set()
+    for node in list(graph.nodes):
+        if not is_check(node):
+            continue
+        condition, check = check_of(node)
+        graph.erase_node(node)
+        if not isinstance(condition, torch.fx.Node):
+            raise LoweringError(f"run-time check {check.message!r} has no tensor condition")
+        value = condition.meta.get("val")
+        if not isinstance(value, torch.Tensor) or value.dim() != 0 or value.dtype != torch.bool:
+            raise LoweringError(f"run-time check {check.message!r} is not a 0-d bool tensor")
+        if (condition, check) in seen:
+            continue
+        seen.add((condition, check))
+        conditions.append(condition)
+        checks.append(check)
+    return conditions, checks
 
 
 def import_graph(prepared: PreparedGraph, context: ir.Context | None = None) -> ir.Module:

@@ -7,6 +7,11 @@ the tarball, and even then safely: decompression is capped, members must be regu
 files with relative paths free of ``..``, counts and sizes are capped, and each weight
 file is checked against the index (size, sha256) before ``np.frombuffer`` turns it into
 an array. Nothing is ever unpickled. Every failure raises ``NeffError``.
+
+The manifest's optional ``checks`` (a program's run-time checks) is validated too
+(``check_manifest_checks``): a list of ``{"output": <position among def.json's output
+variables>, "error": <one of CHECK_ERROR_KINDS>, "message": <text>}``, each naming a
+distinct 0-d bool output. A NEFF without it has no checks.
 """
 
 from __future__ import annotations
@@ -49,6 +54,8 @@ DEFAULT_MAX_TOTAL_BYTES = 64 << 30
 MAX_JSON_BYTES = 256 << 20
 _GZIP_MAGIC = b"\x1f\x8b"
 _DECOMPRESS_CHUNK = 1 << 22
+# The error kinds a run-time check may raise (as PyTorch names them).
+CHECK_ERROR_KINDS = ("IndexError", "RuntimeError")
 
 
 def read_neff(
@@ -346,6 +353,7 @@ def _build_neff(
         if path.startswith(WEIGHTS_DIR) and path not in entries_by_file:
             raise NeffError(f"tarball member {path} is not listed in {WEIGHT_INDEX_PATH}")
     check_weight_variables(definition, entries_by_file, DEFINITION_PATH)
+    check_manifest_checks(manifest, definition)
 
     program_offset, program_size = members[PROGRAM_PATH]
     extra_files = {
@@ -367,3 +375,49 @@ def _build_neff(
         compression=compression,
         header=header,
     )
+
+
+def check_manifest_checks(manifest: dict, definition: dict) -> list[dict]:
+    """The manifest's run-time checks (``[]`` when it has none), after checking that each
+    is ``{"output", "error", "message"}`` naming a distinct 0-d bool output variable of
+    def.json; ``NeffError`` otherwise."""
+    checks = manifest.get("checks", [])
+    where = f"{MANIFEST_PATH} checks"
+    if not isinstance(checks, list):
+        raise NeffError(f"{where} must be a list, found {type(checks).__name__}")
+    variables = definition.get("variables", [])
+    outputs = (
+        [v for v in variables if isinstance(v, dict) and v.get("kind") == "output"]
+        if isinstance(variables, list)
+        else []
+    )
+    seen: set[int] = set()
+    for position, check in enumerate(checks):
+        label = f"{where}[{position}]"
+        if not isinstance(check, dict) or set(check) != {"output", "error", "message"}:
+            raise NeffError(f"{label} must be an object with output, error and message")
+        output = check["output"]
+        if (
+            not isinstance(output, int)
+            or isinstance(output, bool)
+            or not 0 <= output < len(outputs)
+        ):
+            raise NeffError(
+                f"{label} names output {output!r}; def.json has {len(outputs)} output variables"
+            )
+        if output in seen:
+            raise NeffError(f"{label} names output {output} a second time")
+        seen.add(output)
+        if check["error"] not in CHECK_ERROR_KINDS:
+            raise NeffError(
+                f"{label} has error {check['error']!r}, not one of {', '.join(CHECK_ERROR_KINDS)}"
+            )
+        if not isinstance(check["message"], str):
+            raise NeffError(f"{label} has a message that is not text")
+        variable = outputs[output]
+        if variable.get("dtype") != "bool" or variable.get("shape") not in ([], ()):
+            raise NeffError(
+                f"{label} names output {variable.get('name')!r}, which is "
+                f"{variable.get('dtype')!r}{variable.get('shape')!r}, not a 0-d bool"
+            )
+    return checks

@@ -18,6 +18,23 @@ class NeuronRuntimeError(TorchNeuronError):
     """A NEFF could not be loaded or executed: bad inputs, a malformed program, a wrong target."""
 
 
+class NeuronCheckError(TorchNeuronError):
+    """A run-time check of a program failed: it was given what PyTorch refuses (an index
+    out of range), and PyTorch raises a ``RuntimeError`` for it (``gather``, ``scatter``)."""
+
+
+class NeuronIndexError(NeuronCheckError, IndexError):
+    """A run-time check failed where PyTorch raises ``IndexError`` (``x[i]``,
+    ``index_select``, ``embedding``, ...)."""
+
+
+# The manifest's name of each error kind a check may raise -> the class raised.
+CHECK_ERRORS: dict[str, type[NeuronCheckError]] = {
+    "IndexError": NeuronIndexError,
+    "RuntimeError": NeuronCheckError,
+}
+
+
 _out_of_memory_type: type[NeuronRuntimeError] | None = None
 _out_of_memory_lock = threading.Lock()
 

@@ -19,6 +19,13 @@ error. Every execution is reported to the hooks registered with
 Argument order follows def.json: ``@main`` takes the ``input`` and ``weight``
 variables in the order they are listed; its results are the ``output`` variables
 in order. Variables of other kinds (state, temporaries) are not arguments.
+
+Outputs that the manifest's ``checks`` names are run-time checks (0-d bools that must
+be true, e.g. every index in range): after each execution a false one raises the error
+its check records (``NeuronIndexError``, an ``IndexError``, or ``NeuronCheckError``, a
+``RuntimeError``), with its message; they are then dropped, so ``execute`` returns, and
+``output_specs`` lists, the other outputs only. The null executor computes nothing, so
+its checks are not evaluated.
 """
 
 from __future__ import annotations
@@ -34,9 +41,9 @@ from typing import Any, Self
 import numpy as np
 
 from torchneuron.estimate.scheduler import SCHEDULE_PATH, Schedule
-from torchneuron.runtime import null_executor  # noqa: F401  registers the "null" executor
+from torchneuron.runtime import null_executor  # registers the "null" executor
 from torchneuron.runtime.core import NeuronCore, get_core
-from torchneuron.runtime.errors import NeuronRuntimeError
+from torchneuron.runtime.errors import CHECK_ERRORS, NeuronCheckError, NeuronRuntimeError
 from torchneuron.runtime.executor import DEFAULT_EXECUTOR, PreparedProgram, get_executor
 from torchneuron.runtime.program import TensorType
 from torchneuron.settings import LNC, TARGET
@@ -139,8 +146,13 @@ class LoadedNeff:
         self.input_specs: tuple[VariableSpec, ...] = tuple(
             v for v in variables if v.kind == "input"
         )
+        program_outputs = [v for v in variables if v.kind == "output"]
+        # (position among the program's outputs, error class, message) per run-time check
+        self._checks: tuple[tuple[int, type[NeuronCheckError], str], ...] = self._parse_checks()
+        self._evaluate_checks = executor.name != null_executor.NULL_EXECUTOR
+        check_positions = {position for position, _, _ in self._checks}
         self.output_specs: tuple[VariableSpec, ...] = tuple(
-            v for v in variables if v.kind == "output"
+            v for i, v in enumerate(program_outputs) if i not in check_positions
         )
         self.weight_specs: tuple[VariableSpec, ...] = tuple(
             v for v in variables if v.kind == "weight"
@@ -154,7 +166,7 @@ class LoadedNeff:
         if not isinstance(program, (bytes, bytearray, memoryview)) or len(program) == 0:
             raise NeuronRuntimeError(f"{self.label} has no program")
         self.prepared: PreparedProgram = executor.prepare(program, self.label)
-        self._check_signature(arguments)
+        self._check_signature(arguments, program_outputs)
 
         # HBM: the program and each weight stay resident until unload; allocate all
         # before uploading anything, and give everything back if one does not fit.
@@ -172,7 +184,7 @@ class LoadedNeff:
             raise
         self.resident_bytes = len(program) + sum(spec.nbytes for spec in self.weight_specs)
         self.execution_bytes = sum(s.nbytes for s in self.input_specs) + sum(
-            s.nbytes for s in self.output_specs
+            s.nbytes for s in program_outputs
         )
         try:
             weight_buffers = [executor.upload_weight(array) for array in weight_arrays]
@@ -258,6 +270,17 @@ class LoadedNeff:
             specs.append(VariableSpec(name, kind, tuple(shape), variable["dtype"], dtype, nbytes))
         return specs
 
+    def _parse_checks(self) -> tuple[tuple[int, type[NeuronCheckError], str], ...]:
+        """The manifest's run-time checks, validated like the reader does (a NEFF given
+        as an object was never read)."""
+        from torchneuron.neff.reader import check_manifest_checks
+
+        checks = check_manifest_checks(self.manifest, self.definition)
+        return tuple(
+            (c["output"], CHECK_ERRORS[c["error"]], c["message"])
+            for c in sorted(checks, key=lambda c: c["output"])
+        )
+
     def _weight_array(self, neff: Any, spec: VariableSpec) -> np.ndarray:
         weights = neff.weights or {}
         if spec.name not in weights:
@@ -273,11 +296,11 @@ class LoadedNeff:
             )
         return array
 
-    def _check_signature(self, arguments: list[VariableSpec]) -> None:
+    def _check_signature(self, arguments: list[VariableSpec], outputs: list[VariableSpec]) -> None:
         signature = self.prepared.signature
         for what, declared, actual in (
             ("arguments", arguments, signature.arguments),
-            ("results", list(self.output_specs), signature.results),
+            ("results", outputs, signature.results),
         ):
             if len(declared) != len(actual):
                 raise NeuronRuntimeError(
@@ -329,7 +352,8 @@ class LoadedNeff:
         handle = hbm.allocate(charge, self._execution_tag) if charge else None
         try:
             if not _EXECUTE_HOOKS:
-                return self._run(inputs, not resident)
+                outputs = self._run(inputs, not resident)
+                return self._checked(outputs) if self._checks else outputs
             start = time.perf_counter()
             outputs = self._run(inputs, not resident)
             seconds = time.perf_counter() - start
@@ -338,7 +362,17 @@ class LoadedNeff:
                 hbm.free(handle)
         for hook in tuple(_EXECUTE_HOOKS):
             hook(self, start, seconds)
-        return outputs
+        return self._checked(outputs) if self._checks else outputs
+
+    def _checked(self, outputs: list[np.ndarray]) -> list[np.ndarray]:
+        """``outputs`` less the run-time checks' results, after raising the first check
+        that came back false."""
+        if self._evaluate_checks:
+            for position, error, message in self._checks:
+                if not np.all(outputs[position]):
+                    raise error(message)
+        positions = {position for position, _, _ in self._checks}
+        return [output for i, output in enumerate(outputs) if i not in positions]
 
     __call__ = execute
 

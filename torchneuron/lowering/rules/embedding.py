@@ -29,6 +29,7 @@ import math
 
 import torch
 
+from ..checks import INDEX_ERROR, RUNTIME_ERROR, is_reissued, reissuing, require_in_range, unchecked
 from . import lowering_rule
 from .indexing import DENSE_LIMIT
 
@@ -59,6 +60,15 @@ def _embedding_bag(
     bags = offsets.shape[0] - (1 if include_last_offset else 0)
     if bags < 0 or bags * max(count, 1) * max(features, 1) > DENSE_LIMIT:
         return NotImplemented
+    rows_count = weight.shape[0]
+    message = f"an index of input is not in the valid range [0, {rows_count})"
+    require_in_range(indices, 0, rows_count, RUNTIME_ERROR, message)
+    with unchecked():  # every gather below reads checked or clamped positions
+        return _bags(weight, indices, offsets, mode, per_sample_weights, padding_idx, bags)
+
+
+def _bags(weight, indices, offsets, mode, per_sample_weights, padding_idx, bags: int):
+    count = indices.shape[0]
     if padding_idx is None:  # (a negative padding_idx means none: F.embedding_bag wraps it)
         padding_idx = -1
     device = weight.device
@@ -170,6 +180,33 @@ def embedding_bag_backward(
     count = indices.shape[0]
     if bags * max(count, 1) > DENSE_LIMIT:
         return NotImplemented
+    with unchecked():  # the forward checked the indices
+        return _bag_gradient(
+            grad,
+            indices,
+            offsets,
+            bag_size,
+            maximum_indices,
+            num_weights,
+            mode,
+            per_sample_weights,
+            padding_idx,
+        )
+
+
+def _bag_gradient(
+    grad,
+    indices,
+    offsets,
+    bag_size,
+    maximum_indices,
+    num_weights,
+    mode,
+    per_sample_weights,
+    padding_idx,
+):
+    bags, features = grad.shape
+    count = indices.shape[0]
     zeros = torch.zeros([num_weights, features], dtype=grad.dtype, device=grad.device)
     if mode == MODE_MAX:
         reached = (bag_size > 0)[:, None]
@@ -200,8 +237,9 @@ def embedding_bag_per_sample_weights_backward(
         return NotImplemented
     bags, count = grad.shape[0], indices.shape[0]
     bag = _bag_of_each_index(offsets, count, bags)
-    rows = torch.index_select(grad, 0, torch.clamp(bag, 0, max(bags - 1, 0)))
-    products = (rows * torch.index_select(weight, 0, indices).to(grad.dtype)).sum(-1)
+    with unchecked():  # clamped, and the forward checked the indices
+        rows = torch.index_select(grad, 0, torch.clamp(bag, 0, max(bags - 1, 0)))
+        products = (rows * torch.index_select(weight, 0, indices).to(grad.dtype)).sum(-1)
     kept = (bag >= 0) & (bag < bags)
     if padding_idx is not None and padding_idx >= 0:
         kept = kept & (indices != padding_idx)
@@ -210,7 +248,11 @@ def embedding_bag_per_sample_weights_backward(
 
 @lowering_rule(aten.embedding.default)
 def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
-    # scale_grad_by_freq changes only the backward: the forward is the plain row gather
-    if not scale_grad_by_freq:
+    # check 0 <= i < rows (PyTorch refuses negative indices here); scale_grad_by_freq
+    # changes only the backward: the forward is the plain row gather
+    if is_reissued(aten.embedding.default):
         return NotImplemented
-    return aten.embedding.default(weight, indices, padding_idx, False, sparse)
+    rows = weight.shape[0]
+    require_in_range(indices, 0, rows, INDEX_ERROR, "index out of range in self")
+    with reissuing(aten.embedding.default), unchecked():
+        return aten.embedding.default(weight, indices, padding_idx, False, sparse)

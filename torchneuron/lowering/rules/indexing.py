@@ -12,11 +12,14 @@ unsupported rather than compiled into a program too large to run.
 from __future__ import annotations
 
 import math
-import threading
 
 import torch
 
-from . import lowering_rule
+from ..checks import INDEX_ERROR, RUNTIME_ERROR, require_in_range, unchecked
+from . import (
+    bounds,  # noqa: F401  (registers the bound-checked gathers and scatters)
+    lowering_rule,
+)
 
 aten = torch.ops.aten
 
@@ -32,31 +35,11 @@ def unfold(self, dimension, size, step):
     windows = (self.shape[dim] - size) // step + 1
     starts = torch.arange(windows, device=self.device) * step
     positions = (starts[:, None] + torch.arange(size, device=self.device)[None, :]).reshape(-1)
-    picked = torch.index_select(self, dim, positions)
+    with unchecked():  # in range by construction
+        picked = torch.index_select(self, dim, positions)
     shape = list(self.shape)
     shape[dim : dim + 1] = [windows, size]
     return picked.reshape(shape).movedim(dim + 1, -1)
-
-
-@lowering_rule(aten.index_select.default)
-def index_select(self, dim, index):
-    # a 0-d source or index -> the 1-d form (torch-mlir's lowering assumes both have dims)
-    if self.dim() == 0:
-        if index.numel() != 1:
-            return NotImplemented  # PyTorch raises: a scalar has one element to select
-        return torch.index_select(self.reshape(1), 0, index.reshape(1)).reshape(())
-    if index.dim() == 0:
-        return torch.index_select(self, dim, index.reshape(1))
-    return NotImplemented
-
-
-@lowering_rule(aten.take.default)
-def take(self, index):
-    # take(x, i) -> flatten(x)[i mod numel]: torch-mlir's form ignores negative indices
-    flat = self.reshape(-1)
-    positions = index.reshape(-1)
-    positions = torch.where(positions < 0, positions + flat.numel(), positions)
-    return torch.index_select(flat, 0, positions).reshape(index.shape)
 
 
 @lowering_rule(aten.roll.default)
@@ -77,17 +60,6 @@ def roll(self, shifts, dims=()):
                 dim=dim,
             )
     return result.clone() if result is self else result
-
-
-@lowering_rule(aten.put.default)
-def put(self, index, source, accumulate=False):
-    # put(x, i, s) -> flatten(x).index_put(i mod numel, s).view_as(x)
-    flat = self.reshape(-1)
-    positions = index.reshape(-1)
-    positions = torch.where(positions < 0, positions + flat.numel(), positions)
-    values = source.reshape(-1).to(self.dtype)
-    result = torch.index_put(flat, (positions,), values, accumulate=accumulate)
-    return result.reshape(self.shape)
 
 
 def _identity(reduce: str, dtype: torch.dtype):
@@ -175,9 +147,17 @@ def _place_block(full: torch.Tensor, block: torch.Tensor) -> torch.Tensor:
     return torch.where(inside, padded, full)
 
 
+def _require_scatter_bounds(self, dim, index) -> None:
+    # 0 <= index < size along dim, or PyTorch's RuntimeError (the dense form drops the rest)
+    size = self.shape[dim] if self.dim() else 1
+    message = f"index out of bounds for dimension {dim % max(self.dim(), 1)} with size {size}"
+    require_in_range(index, 0, size, RUNTIME_ERROR, message)
+
+
 @lowering_rule(aten.scatter_reduce.two)
 def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
     # out[..., index[j], ...] = reduce(self?, src[j] for all j hitting that place), densely
+    _require_scatter_bounds(self, dim, index)
     return _dense_scatter_reduce(self, dim, index, src, reduce, include_self)
 
 
@@ -189,89 +169,8 @@ def scatter_with_reduce(self, dim, index, src, *, reduce):
     kind = {"add": "sum", "multiply": "prod"}.get(reduce)
     if kind is None:
         return NotImplemented
+    _require_scatter_bounds(self, dim, index)
     return _dense_scatter_reduce(self, dim, index, src, kind, True)
-
-
-@lowering_rule(aten._index_put_impl.default)
-def index_put_impl(self, indices, values, accumulate=False, unsafe=False):
-    # the functional form of index_put_ (eager in-place indexing assignment)
-    return index_put(self, indices, values, accumulate)
-
-
-@lowering_rule(aten.index_fill.int_Tensor)
-def index_fill(self, dim, index, value):
-    # index_fill(x, d, i, v) with v of another dtype -> v cast first (XLA's scatter
-    # requires one element type)
-    if value.dtype == self.dtype:
-        return NotImplemented
-    return aten.index_fill.int_Tensor(self, dim, index, value.to(self.dtype))
-
-
-# Set while a rule re-issues an indexing op with its indices wrapped, so that the rule
-# declines the inner call (it cannot tell at trace time that the indices are wrapped).
-_wrapping = threading.local()
-
-
-def _wrap_negative_indices(self, indices) -> list | None:
-    """Integer index tensors with negatives counted from the end (i < 0 -> i + size), as
-    PyTorch's advanced indexing does; StableHLO's gather and scatter clamp them instead
-    (``t[tensor([-1])]`` read ``t[0]``). None when nothing needs wrapping or a bool mask
-    makes the dims an index applies to data-dependent."""
-    if getattr(_wrapping, "active", False):
-        return None
-    wrapped, changed = [], False
-    for dim, index in enumerate(indices):
-        if index is None:
-            wrapped.append(None)
-            continue
-        if index.dtype in (torch.bool, torch.uint8):
-            return None
-        if index.is_floating_point() or index.is_complex() or dim >= self.dim():
-            return None
-        wrapped.append(torch.where(index < 0, index + self.shape[dim], index))
-        changed = True
-    return wrapped if changed else None
-
-
-def _reissued(op, self, indices, *rest):
-    _wrapping.active = True
-    try:
-        return op(self, indices, *rest)
-    finally:
-        _wrapping.active = False
-
-
-@lowering_rule(aten.index.Tensor)
-def index(self, indices):
-    # x[i] with negative entries in i -> x[where(i < 0, i + size, i)]
-    wrapped = _wrap_negative_indices(self, indices)
-    if wrapped is None:
-        return NotImplemented
-    return _reissued(aten.index.Tensor, self, wrapped)
-
-
-@lowering_rule(aten.index_put.default)
-def index_put(self, indices, values, accumulate=False):
-    # x[i] = v with negative entries in i -> x[where(i < 0, i + size, i)] = v
-    wrapped = _wrap_negative_indices(self, indices)
-    if wrapped is not None:
-        return _reissued(aten.index_put.default, self, wrapped, values, accumulate)
-    # x[mask] = v with v not depending on how many are selected -> where(mask, v, x)
-    if len(indices) != 1 or indices[0] is None or indices[0].dtype != torch.bool:
-        return NotImplemented
-    mask = indices[0]
-    rest = list(self.shape[mask.dim() :])
-    if values.dim() > len(rest) + 1 or (values.dim() == len(rest) + 1 and values.shape[0] != 1):
-        return NotImplemented  # one value per selected element: a data-dependent count
-    spread = (
-        values.to(self.dtype).reshape(values.shape[-len(rest) :] if rest else ())
-        if values.dim() == len(rest) + 1
-        else values.to(self.dtype)
-    )
-    selected = mask.reshape(list(mask.shape) + [1] * len(rest))
-    if accumulate:
-        return self + torch.where(selected, spread, torch.zeros_like(self))
-    return torch.where(selected, spread, self)
 
 
 @lowering_rule(aten.diagonal_scatter.default)
@@ -286,7 +185,8 @@ def diagonal_scatter(self, src, offset=0, dim1=0, dim2=1):
     j = torch.arange(columns, device=self.device)[None, :]
     on_diagonal = (j - i) == offset
     position = torch.clamp(torch.arange(rows, device=self.device) - max(-offset, 0), 0, length - 1)
-    per_row = torch.index_select(src.to(self.dtype), -1, position).unsqueeze(-1)
+    with unchecked():  # clamped into range
+        per_row = torch.index_select(src.to(self.dtype), -1, position).unsqueeze(-1)
     result = torch.where(on_diagonal, per_row, moved)
     return result.movedim((-2, -1), (dim1, dim2))
 
@@ -317,6 +217,7 @@ def index_reduce(self, dim, index, source, reduce, *, include_self=True):
         )
         return result if result is NotImplemented else result.reshape(())
     dim = dim % self.dim()
+    require_in_range(index, 0, self.shape[dim], INDEX_ERROR, "index out of range in self")
     shape = [1] * source.dim()
     shape[dim] = index.numel()
     full_index = index.reshape(shape).expand(source.shape)
@@ -483,5 +384,8 @@ def as_strided_scatter(self, src, size, stride, storage_offset=None):
         and (offset + sum((e - 1) * s for e, s in zip(size, stride) if e)) >= flat.numel()
     ):
         return NotImplemented  # reaches past self: PyTorch raises for this call
-    updated = flat.index_put((positions.reshape(-1),), src.expand(size).reshape(-1).to(self.dtype))
+    with unchecked():  # in range: checked above
+        updated = flat.index_put(
+            (positions.reshape(-1),), src.expand(size).reshape(-1).to(self.dtype)
+        )
     return updated.reshape(self.shape)
