@@ -72,3 +72,23 @@ def test_order_statistics_of_uint8():
 def test_stable_sort_of_long_rows_keeps_ties_in_order():
     x = torch.randint(0, 5, (2, 3000)).float()
     check_both_modes(lambda t: torch.sort(t, stable=True, descending=True), x)
+
+
+@pytest.mark.parametrize("right", [False, True])
+def test_bucketize_with_nan_follows_pytorchs_binary_search(right):
+    values = torch.tensor([[nan, 2.0, 5.0, -inf], [inf, 1.0, 3.0, 0.0]])
+    boundaries = torch.tensor([1.0, 2.0, 3.0, nan])
+    check_both_modes(lambda v, b: torch.bucketize(v, b, right=right), values, boundaries)
+
+
+def test_quantile_backward_with_ties_and_nan_matches_pytorch():
+    x = torch.tensor([[1.0, 2.0, nan], [1.0, 2.0, 0.0], [3.0, 2.0, 1.0], [1.0, 0.0, 1.0]])
+
+    def grad(t):
+        return torch.autograd.grad(torch.quantile(t, 0.4, dim=0).sum(), t)[0]
+
+    want = grad(x.clone().requires_grad_())
+    compiled = torch.compile(grad, backend="neuron")(x.clone().requires_grad_())
+    eager = grad(x.to("neuron").requires_grad_()).cpu()
+    for got in (compiled, eager):
+        torch.testing.assert_close(got, want, equal_nan=True)

@@ -16,6 +16,8 @@ signed (XLA's verifier rejects it). Here every sort compares integer keys instea
 - wider keys (float64, int64) sort non-stably, or, for ``stable=True``, by counting
   the elements that go before each one (dense comparisons, ``n**2`` per row).
 
+``bucketize`` runs PyTorch's binary search step by step (its NaN answers depend on it).
+
 ``topk`` is a sort (descending for the largest, NaN first; ascending for the smallest,
 NaN last) cut to ``k``, as PyTorch ranks NaN above everything.
 """
@@ -121,3 +123,33 @@ def topk(self, k, dim=-1, largest=True, sorted=True):
     dim = dim % self.dim()
     values, indices = _sort_by_key(self, dim, descending=largest, stable=False)
     return values.narrow(dim, 0, k), indices.narrow(dim, 0, k)
+
+
+def binary_search(boundaries: torch.Tensor, values: torch.Tensor, right: bool) -> torch.Tensor:
+    """PyTorch's bucketize/searchsorted search of ``values`` in a 1-D ``boundaries``, step
+    by step: ``start = mid + 1`` while ``!(boundaries[mid] >= v)`` (``>`` when ``right``),
+    else ``end = mid``. Its NaN answers come from those negated comparisons (a NaN value
+    goes past every boundary; a NaN boundary is passed by every value that reaches it),
+    so the steps are kept rather than a count of the boundaries below each value."""
+    n = boundaries.shape[0]
+    start = torch.zeros(values.shape, dtype=torch.int64, device=values.device)
+    end = torch.full(values.shape, n, dtype=torch.int64, device=values.device)
+    for _ in range(n.bit_length()):
+        mid = start + (end - start) // 2
+        probe = torch.index_select(boundaries, 0, mid.clamp(max=max(n - 1, 0)).reshape(-1))
+        probe = probe.reshape(values.shape)
+        passed = ~(probe > values) if right else ~(probe >= values)
+        active = start < end
+        start = torch.where(active & passed, mid + 1, start)
+        end = torch.where(active & ~passed, mid, end)
+    return start
+
+
+@lowering_rule(aten.bucketize.Tensor)
+def bucketize(self, boundaries, *, out_int32=False, right=False):
+    # bucketize(v, b) -> PyTorch's binary search of v in b, unrolled (log2(n) steps)
+    if boundaries.dim() != 1 or self.is_complex():
+        return NotImplemented
+    values = self.reshape(1) if self.dim() == 0 else self
+    result = binary_search(boundaries, values, right).reshape(self.shape)
+    return result.to(torch.int32) if out_int32 else result
