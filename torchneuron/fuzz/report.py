@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .runner import MODES, OpResult
 
-COLUMNS = ("cases", "pass", "wrong", "crash", "refused", "error", "untested")
+COLUMNS = ("cases", "pass", "wrong", "crash", "refused", "error", "lenient", "untested")
 
 
 def row(result: OpResult) -> dict[str, int]:
@@ -38,7 +38,7 @@ def format_report(results: list[OpResult], expected: dict, not_run: list[str]) -
     lines.append(
         f"{summed['ops']} ops x {summed['cases']} cases (each in {'/'.join(MODES)} where run): "
         f"{summed['wrong']} wrong, {summed['crash']} crash, {summed['refused']} refused, "
-        f"{summed['error']} error, {summed['untested']} untested"
+        f"{summed['error']} error, {summed['lenient']} lenient, {summed['untested']} untested"
     )
     if not_run:
         lines.append(

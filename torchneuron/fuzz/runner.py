@@ -7,6 +7,10 @@
 - ``refused``: PyTorch gave a value and we raised a ``TorchNeuronError`` (a fallback
   forbidden by ``TORCHNEURON_NO_FALLBACK=1``, a ``LoweringError``, ...): not wrong;
 - ``error``: we raised any other exception where PyTorch gave a value;
+- ``lenient``: PyTorch raised ``NotImplementedError`` (its CPU has no kernel for the
+  dtype, e.g. ``gelu`` of int64) and we returned a value: a gap in PyTorch's CPU
+  coverage, not an invalid input, so not counted as wrong (and not shrunk, so it does
+  not hide value bugs of the same op);
 - ``untested``: compile mode handed no graph with an op to the backend (Dynamo ran
   the function itself), so nothing of ours ran.
 
@@ -40,7 +44,7 @@ from .inputs import SOURCE_NAMES
 from .repro import snippet
 
 MODES = ("compile", "eager")
-STATUSES = ("pass", "wrong", "refused", "error", "untested")
+STATUSES = ("pass", "wrong", "refused", "error", "lenient", "untested")
 
 
 @dataclass
@@ -134,6 +138,8 @@ def verdict(reference: Observation, got: Observation, op: FuzzOp, mode: str) -> 
             return "pass", ""
         if mode == "compile" and got.graphs == 0:
             return "untested", "Dynamo ran the function itself"
+        if isinstance(reference.error, NotImplementedError):
+            return "lenient", f"PyTorch's CPU has no kernel: {one_line(reference.error)[:200]}"
         return "wrong", f"PyTorch raises {type(reference.error).__name__}: " + one_line(
             reference.error
         )[:200] + "; we return a value"
