@@ -82,11 +82,15 @@ def observe(case: Case, op: FuzzOp | None, mode: str) -> Observation:
     return Observation(state=state, graphs=graphs[0] if mode == "compile" else -1)
 
 
+# FX node kinds that compute (Dynamo records tensor methods as call_method).
+_OP_NODES = ("call_function", "call_method", "call_module")
+
+
 def _counting_backend(graphs: list[int]):
     from torchneuron.backend import neuron_backend
 
     def backend(gm, example_inputs):
-        if any(node.op == "call_function" for node in gm.graph.nodes):
+        if any(node.op in _OP_NODES for node in gm.graph.nodes):
             graphs[0] += 1
         return neuron_backend(gm, example_inputs)
 
