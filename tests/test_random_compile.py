@@ -212,3 +212,12 @@ def test_samples_of_extreme_words_stay_finite_and_in_range(word, monkeypatch):
         assert (random_rules.exponential(x, 1.0) > 0).all(), dtype
     gumbel = random_rules.multinomial(torch.tensor([0.0, 1.0, 0.0]), 3, True)
     assert (gumbel == 1).all()
+
+
+@pytest.mark.parametrize("weights", [[1.0, -1.0, 2.0], [0.0, 0.0, 0.0], [1.0, float("nan"), 1.0]])
+def test_compiled_multinomial_of_invalid_weights_raises_as_pytorch_does(weights, fresh_dynamo):
+    compiled = torch.compile(lambda w: torch.multinomial(w, 1), backend="neuron")
+    with pytest.raises(RuntimeError):
+        torch.multinomial(torch.tensor(weights), 1)
+    with pytest.raises(RuntimeError):
+        compiled(torch.tensor(weights))

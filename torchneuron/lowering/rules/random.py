@@ -24,9 +24,10 @@ float32, 8.6 in float64).
 Declined (the op stays, and ``seed_random_ops`` refuses the graph, so it falls
 back or raises): integer ranges over 2^31 (``randint``, ``random_`` of int64 and
 float64), generators passed explicitly, and random ops without a rule here
-(``randperm``, ``poisson``...). Checks PyTorch makes on the *values* at run time
-(``multinomial`` of a row with negative entries or too few nonzero categories)
-cannot be made by a compiled program: such invalid rows give indices, not an error.
+(``randperm``, ``poisson``...). ``multinomial`` checks its weights as PyTorch does while the program runs
+(``torchneuron::check``): negative, NaN or inf weights and a row summing to 0 raise
+RuntimeError. Without replacement, a row with fewer nonzero weights than samples
+gives its zero-weight categories last, as on the CPU.
 
 Why this file is long: the rules and the generator that replaces their one
 primitive are a unit (the primitive's meaning is fixed by both halves).
@@ -42,6 +43,7 @@ from typing import NamedTuple
 import torch
 import torch.fx
 
+from ..checks import RUNTIME_ERROR, require
 from . import lowering_rule
 
 aten = torch.ops.aten
@@ -368,12 +370,22 @@ def rrelu_with_noise_functional(
     return output, torch.where(not_positive, slope, 1.0).to(noise.dtype)
 
 
+_BAD_WEIGHTS = "probability tensor contains either `inf`, `nan` or element < 0"
+
+
 @lowering_rule(aten.multinomial.default)
 def multinomial(self, num_samples, replacement=False, *, generator=None):
     # Gumbel-max: argmax(log w + g), g = -log(-log u) per draw; without replacement the
     # top num_samples of one draw per row (Gumbel-top-k)
     if generator is not None or self.dim() not in (1, 2) or not self.is_floating_point():
         return NotImplemented
+    # the checks PyTorch makes on the weights, made while the program runs
+    require(torch.isfinite(self) & (self >= 0), RUNTIME_ERROR, _BAD_WEIGHTS)
+    require(
+        self.sum(-1) > 0,
+        RUNTIME_ERROR,
+        "invalid multinomial distribution (sum of probabilities <= 0)",
+    )
     compute = _compute_dtype(self.dtype)
     log_weights = torch.log(self.to(compute))
     if replacement and num_samples > 1:
