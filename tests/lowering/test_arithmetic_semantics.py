@@ -115,6 +115,9 @@ def test_clamp_of_integers_by_a_float_bound_promotes_like_pytorch():
     assert_both_modes_match(lambda t: torch.clamp(t, min=-2.5), values)  # float32
     assert_both_modes_match(lambda t: torch.clamp(t, -2.5, 4), values)
     assert_both_modes_match(lambda t: torch.clamp(t, max=3), values)  # stays int32
+    bytes_ = torch.tensor([0, 5, 250], dtype=torch.uint8)
+    assert_both_modes_match(lambda t: torch.clamp(t, min=True), bytes_)  # stays uint8
+    assert_both_modes_match(lambda t: torch.clamp(t, 3, 200), bytes_)
 
 
 def test_div_with_rounding_mode_none_of_float_by_integer_is_true_division():
@@ -177,3 +180,12 @@ def test_integer_to_a_constant_negative_power_raises_like_pytorch():
         torch.compile(lambda t: t**-1, backend="neuron")(values)
     causes = [raised.value, getattr(raised.value, "inner_exception", None), raised.value.__cause__]
     assert any(isinstance(cause, NegativeIntegerPowerError) for cause in causes), causes
+
+
+def test_compiled_subtraction_with_a_bool_operand_raises_like_pytorch():
+    flags, values = torch.tensor([True, False]), torch.tensor([3, 4])
+    for subtract in (lambda b, v: b - 1, lambda b, v: v - b, lambda b, v: 1 - b):
+        with pytest.raises(RuntimeError):
+            subtract(flags, values)
+        with pytest.raises(RuntimeError):
+            torch.compile(subtract, backend="neuron")(flags, values)

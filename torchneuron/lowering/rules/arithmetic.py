@@ -202,6 +202,46 @@ def integer_power(self, exponent):
     return NotImplemented
 
 
+def _bitwise_with_scalar(tensor_op):
+    def rule(self, other):
+        # x | s -> x | tensor(s) in the promoted dtype (torch-mlir has only the tensor forms)
+        if isinstance(other, torch.Tensor) or isinstance(other, float):
+            return NotImplemented
+        return tensor_op(*_promoted(self, other))
+
+    rule.__name__ = f"bitwise_{tensor_op.__name__.replace('.', '_')}_with_scalar"
+    return rule
+
+
+for _scalar_form, _tensor_form in (
+    (aten.bitwise_and.Scalar, aten.bitwise_and.Tensor),
+    (aten.bitwise_or.Scalar, aten.bitwise_or.Tensor),
+    (aten.bitwise_xor.Scalar, aten.bitwise_xor.Tensor),
+):
+    lowering_rule(_scalar_form)(_bitwise_with_scalar(_tensor_form))
+
+
+class BoolSubtractionError(TorchNeuronError):
+    """A subtraction with a bool operand (PyTorch refuses it: ``~`` or ``logical_not``)."""
+
+
+@lowering_rule(aten.sub.Tensor, aten.sub.Scalar, aten.rsub.Tensor, aten.rsub.Scalar)
+def subtraction(self, other, alpha=1):
+    # x - y with a bool x or y -> PyTorch's refusal; anything else lowers as it is
+    if any(_is_bool(v) for v in (self, other)):
+        raise BoolSubtractionError(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. "
+            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
+        )
+    return NotImplemented
+
+
+def _is_bool(value) -> bool:
+    if isinstance(value, torch.Tensor):
+        return value.dtype == torch.bool
+    return isinstance(value, bool)
+
+
 def _nan_ignoring(extreme):
     def rule(self, other):
         # fmax(a, b) = the other operand where one is NaN, else maximum(a, b)

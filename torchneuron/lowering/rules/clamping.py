@@ -5,9 +5,9 @@ below 0.0: ``relu(-0.0)`` came out 0.0. PyTorch's CPU kernels keep ``x`` unless 
 lies strictly outside a bound (``x < lo ? lo : x``), so ``relu(-0.0)``,
 ``clamp(-0.0, min=0)`` and ``hardtanh(-0.0, 0, 6)`` are -0.0, a NaN input stays NaN,
 and a NaN bound gives NaN. ``leaky_relu`` and ``elu`` keep the sign of a zero input
-too (``-0.0 * slope``, ``expm1(-0.0)``). The rules cover clamps whose result
-is floating (an integer tensor clamped by a float bound is promoted first, as in
-PyTorch); integer clamps have no signed zero and keep their lowering.
+too (``-0.0 * slope``, ``expm1(-0.0)``). Inputs are promoted with the bounds
+first, as in PyTorch (an integer tensor clamped by a float bound is float); integer
+clamps take the same comparisons (torch-mlir had no lowering for some of them).
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ aten = torch.ops.aten
 DEFAULT_PROMOTION = ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT
 
 
-def _floating_result(self, *bounds) -> torch.dtype | None:
-    """The clamp's result dtype (PyTorch's promotion of ``self`` and the bounds) when it is
-    floating; None otherwise (integer clamps keep their lowering)."""
+def _result_dtype(self, *bounds) -> torch.dtype | None:
+    """The clamp's result dtype (PyTorch's promotion of ``self`` and the bounds); None for a
+    bool or complex result (PyTorch refuses those)."""
     operands = [self, *(bound for bound in bounds if bound is not None)]
     _, dtype = elementwise_dtypes(*operands, type_promotion_kind=DEFAULT_PROMOTION)
-    return dtype if dtype.is_floating_point else None
+    return None if dtype == torch.bool or dtype.is_complex else dtype
 
 
 def _clamped(self, low, high, dtype):
@@ -38,14 +38,17 @@ def _clamped(self, low, high, dtype):
         if not isinstance(bound, torch.Tensor):
             bound = torch.scalar_tensor(bound, dtype=self.dtype, device=self.device)
         bound = bound.to(self.dtype)
-        result = torch.where(outside(result, bound) | torch.isnan(bound), bound, result)
+        chosen = outside(result, bound)
+        if self.is_floating_point():
+            chosen = chosen | torch.isnan(bound)
+        result = torch.where(chosen, bound, result)
     return result
 
 
 @lowering_rule(aten.clamp.default, aten.clamp.Tensor)
 def clamp(self, min=None, max=None):
     # clamp(x, lo, hi) -> where(x < lo, lo, x), then where(v > hi, hi, v)
-    dtype = _floating_result(self, min, max)
+    dtype = _result_dtype(self, min, max)
     if dtype is None:
         return NotImplemented
     return _clamped(self, min, max, dtype)
@@ -54,7 +57,7 @@ def clamp(self, min=None, max=None):
 @lowering_rule(aten.clamp_min.default, aten.clamp_min.Tensor)
 def clamp_min(self, min):
     # clamp_min(x, lo) -> where(x < lo, lo, x)
-    dtype = _floating_result(self, min)
+    dtype = _result_dtype(self, min)
     if dtype is None:
         return NotImplemented
     return _clamped(self, min, None, dtype)
@@ -63,7 +66,7 @@ def clamp_min(self, min):
 @lowering_rule(aten.clamp_max.default, aten.clamp_max.Tensor)
 def clamp_max(self, max):
     # clamp_max(x, hi) -> where(x > hi, hi, x)
-    dtype = _floating_result(self, max)
+    dtype = _result_dtype(self, max)
     if dtype is None:
         return NotImplemented
     return _clamped(self, None, max, dtype)
