@@ -43,19 +43,21 @@ class Check:
 
 
 @torch.library.custom_op(
-    "torchneuron::check", mutates_args=(), schema="(Tensor ok, str error, str message) -> ()"
+    "torchneuron::check", mutates_args=(), schema="(Tensor ok, str error, str message) -> Tensor"
 )
-def check(ok: torch.Tensor, error: str, message: str) -> None:
-    """Raise ``error`` (an ``ERROR_KINDS`` name) with ``message`` unless ``ok`` holds.
-
-    This body runs only where the op is executed rather than compiled (a CPU graph)."""
+def check(ok: torch.Tensor, error: str, message: str) -> torch.Tensor:
+    """Raise ``error`` (an ``ERROR_KINDS`` name) with ``message`` unless ``ok`` (a 0-d bool)
+    holds; returns ``ok``'s value (a result gives the node the metadata every traced node
+    has; nothing reads it). This body runs only where the op is executed rather than
+    compiled (a CPU graph)."""
     if not bool(ok.all()):
         raise (IndexError if error == INDEX_ERROR else RuntimeError)(message)
+    return ok.all()
 
 
 @check.register_fake
 def _check_fake(ok, error, message):
-    return None
+    return torch.empty((), dtype=torch.bool, device=ok.device)
 
 
 CHECK_OP = torch.ops.torchneuron.check.default

@@ -141,6 +141,15 @@ def describe(neff: Neff, max_kernels: int | None = 30) -> str:
             specs = signature.get(role, [])
             if isinstance(specs, list):
                 lines.append(f"  {role + ':':<9}" + (", ".join(map(_tensor_type, specs)) or "-"))
+    checks = manifest.get("checks")
+    if isinstance(checks, list) and checks:
+        lines.append("run-time checks (output: error raised when false):")
+        for check in checks:
+            if isinstance(check, dict):
+                lines.append(
+                    f"  output {check.get('output', '?')}: "
+                    f"{check.get('error', '?')}: {check.get('message', '?')}"
+                )
     estimates = manifest.get("estimates")
     if isinstance(estimates, dict) and estimates:
         lines.extend(_estimate_lines(estimates, manifest))
