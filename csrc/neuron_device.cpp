@@ -93,14 +93,23 @@ void release_block(void* ctx) {
   if (block->handle != nullptr && python_usable()) {
     pybind11::gil_scoped_acquire gil;
     if (g_free_hook != nullptr) {
+      // A storage may be freed while an error is on its way out to Python (a temporary
+      // dropped during unwinding): set that error aside for the hook and restore it after,
+      // or the hook reports it as its own and the caller sees "error return without
+      // exception set".
+      PyObject *pending_type, *pending_value, *pending_traceback;
+      PyErr_Fetch(&pending_type, &pending_value, &pending_traceback);
       PyObject* result = PyObject_CallOneArg(g_free_hook, block->handle);
       if (result == nullptr) {
         // A deleter cannot throw: report the problem and carry on.
         PyErr_WriteUnraisable(g_free_hook);
       }
       Py_XDECREF(result);
+      Py_DECREF(block->handle);
+      PyErr_Restore(pending_type, pending_value, pending_traceback);
+    } else {
+      Py_DECREF(block->handle);
     }
-    Py_DECREF(block->handle);
   }
   delete block;
 }

@@ -13,6 +13,7 @@ that cannot be compiled is remembered as ``HostOnly`` and runs on the CPU.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -104,9 +105,27 @@ def run_compiled(
     inputs = _C.host_arrays(tensors)
     if scalars:
         for value, dtype in zip(scalars, entry.scalar_dtypes):
+            if dtype.kind in "iub" and not _fits(value, dtype):
+                # fill_(nan) into int64, masked_fill(300) into int8: the CPU kernel
+                # raises PyTorch's error (a plain cast here would wrap or saturate).
+                result = run_on_host(plan, values, tensors, device)
+                fallback.record_fallback(plan.name, f"the scalar {value!r} does not fit {dtype}")
+                return result
             inputs.append(np.asarray(value, dtype=dtype))
     outputs = entry.compiled.execute(device, inputs)
     return _assemble(plan, values, entry, outputs, device)
+
+
+def _fits(value: Any, dtype: np.dtype) -> bool:
+    """Whether ``value`` converts to the integer (or bool) ``dtype`` without overflow."""
+    if dtype.kind == "b" or isinstance(value, bool):
+        return True
+    if isinstance(value, complex):
+        return False
+    if isinstance(value, float) and not math.isfinite(value):
+        return False
+    info = np.iinfo(dtype)
+    return info.min <= int(value) <= info.max
 
 
 def _assemble(plan: OpPlan, values: list, entry: Entry, outputs: list, device: int) -> Any:

@@ -24,6 +24,7 @@ How a failed fake run is read, by exception type:
 from __future__ import annotations
 
 import logging
+import math
 import threading
 
 import torch
@@ -73,6 +74,88 @@ class _QuietWhileProbing(logging.Filter):
 
 _quiet = _QuietWhileProbing()
 logging.getLogger("torch._subclasses.fake_tensor").addFilter(_quiet)
+
+
+def _functional_form(op: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
+    """``aten.mul.Tensor`` for ``aten.mul_.Tensor``; None when there is none."""
+    name = op._schema.name.split("::")[-1]
+    if not name.endswith("_") or name.startswith("_"):
+        return None
+    packet = getattr(torch.ops.aten, name[:-1], None)
+    functional = getattr(packet, op._overloadname, None) if packet is not None else None
+    if functional is None:
+        return None
+    # the same arguments (pow_.Scalar is pow.Tensor_Scalar, not pow.Scalar)
+    ours = [(a.name, str(a.type)) for a in op._schema.arguments]
+    theirs = [(a.name, str(a.type)) for a in functional._schema.arguments]
+    return functional if ours == theirs else None
+
+
+# Ops that write a Scalar ``value`` into ``self``'s dtype; the CPU kernel refuses a value
+# that overflows it ("value cannot be converted to type int8_t without overflow").
+_FILL_OPS = frozenset(
+    {
+        "aten::fill",
+        "aten::fill_",
+        "aten::masked_fill",
+        "aten::masked_fill_",
+        "aten::index_fill",
+        "aten::index_fill_",
+    }
+)
+
+
+def _check_fill_value(plan: OpPlan, fake_values: list) -> None:
+    if plan.op._schema.name not in _FILL_OPS or "value" not in plan.names:
+        return
+    target = fake_values[0]
+    value = fake_values[plan.names.index("value")]
+    if not isinstance(target, torch.Tensor) or isinstance(value, torch.Tensor):
+        return
+    if target.dtype.is_floating_point or target.dtype.is_complex or target.dtype == torch.bool:
+        return
+    info = torch.iinfo(target.dtype)
+    fits = not isinstance(value, complex) and (not isinstance(value, float) or math.isfinite(value))
+    if not (fits and info.min <= int(value) <= info.max):
+        raise MetaRejected(
+            f"value {value!r} cannot be converted to {target.dtype} without overflow"
+        )
+
+
+def _check_inplace_result_type(plan: OpPlan, fake_values: list) -> None:
+    """Refuse an in-place pointwise op whose result type cannot be cast to ``self``'s.
+
+    The CPU kernel checks it (``tensor([1]).mul_(2.5)``: "result type Float can't be
+    cast to the desired output type Long"; ``sub_`` of a bool), the shape function
+    does not; a refused call goes to the CPU kernel, which raises PyTorch's error.
+    """
+    if plan.op._schema.name in ("aten::sub", "aten::sub_", "aten::rsub") and any(
+        isinstance(v, bool) or (isinstance(v, torch.Tensor) and v.dtype == torch.bool)
+        for v in fake_values[:2]
+    ):
+        # sub_check of the CPU kernel: the shape function lets bool through
+        raise MetaRejected("subtraction with a bool tensor is not supported")
+    _check_fill_value(plan, fake_values)
+    if plan.mutated != (0,) or torch.Tag.pointwise not in plan.op.tags:
+        return
+    functional = _functional_form(plan.op)
+    if functional is None:
+        return
+    args, kwargs = [], {}
+    for argument, value in zip(functional._schema.arguments, fake_values):
+        if argument.kwarg_only:
+            kwargs[argument.name] = value
+        else:
+            args.append(value)
+    try:
+        result = functional(*args, **kwargs)
+    except Exception as error:  # the functional form refuses the arguments outright
+        raise MetaRejected(f"its functional form rejected the call ({error})") from None
+    target = fake_values[0]
+    if isinstance(result, torch.Tensor) and not torch.can_cast(result.dtype, target.dtype):
+        raise MetaRejected(
+            f"result type {result.dtype} can't be cast to the desired output type {target.dtype}"
+        )
 
 
 class MetaUnavailable(Exception):
@@ -126,6 +209,7 @@ def output_metadata(
             raise MetaUnavailable(f"no shape function ({type(error).__name__}: {error})") from None
         finally:
             _quiet.local.probing = False
+        _check_inplace_result_type(plan, fake_values)
     fresh = tuple(
         None if item is None else (tuple(item.shape), tuple(item.stride()), item.dtype)
         for item in new_returns(plan, result)

@@ -1,0 +1,69 @@
+"""Calls PyTorch refuses are refused on the neuron device too, with PyTorch's error.
+
+The shape functions the eager device consults let some calls through that the CPU
+kernels refuse (an in-place result that cannot be cast back, subtraction of a bool,
+a fill value that overflows an integer dtype); those calls returned plausible values.
+And an error raised while a temporary device tensor was freed surfaced as
+"SystemError: error return without exception set".
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+REFUSED = {
+    "mul_-float-scalar-into-int": lambda d: torch.tensor([1, 2], device=d).mul_(-2.5),
+    "mul_-float-tensor-into-int": lambda d: torch.tensor([1, 2], device=d).mul_(
+        torch.tensor([1.5, 2.0], device=d)
+    ),
+    "div_-int": lambda d: torch.tensor([1, 2], device=d).div_(2),
+    "sub-bool": lambda d: torch.sub(
+        torch.tensor([1.0, 2.0], device=d), torch.tensor([True, False], device=d)
+    ),
+    "sub_-bool": lambda d: torch.tensor([1.0, 2.0], device=d).sub_(
+        torch.tensor([True, False], device=d)
+    ),
+    "fill_-nan-into-int64": lambda d: torch.zeros(3, dtype=torch.int64, device=d).fill_(
+        float("nan")
+    ),
+    "fill_-300-into-int8": lambda d: torch.zeros(3, dtype=torch.int8, device=d).fill_(300),
+    "masked_fill-inf-into-int64": lambda d: torch.zeros(3, dtype=torch.int64, device=d).masked_fill(
+        torch.tensor([True, False, True], device=d), float("inf")
+    ),
+    "copy_-shape-mismatch": lambda d: torch.zeros(3, device=d).copy_(torch.ones(2, device=d)),
+}
+
+ACCEPTED = {
+    "add_-int-into-float-with-alpha": lambda d: torch.tensor([1.0, 2.0], device=d).add_(
+        torch.tensor([1, 3], device=d), alpha=2
+    ),
+    "pow_-int-by-int": lambda d: torch.tensor([1, 2], device=d).pow_(2),
+    "fill_-2.7-into-int64": lambda d: torch.zeros(3, dtype=torch.int64, device=d).fill_(2.7),
+    "masked_fill-5-into-int64": lambda d: torch.zeros(3, dtype=torch.int64, device=d).masked_fill(
+        torch.tensor([True, False, True], device=d), 5
+    ),
+}
+
+
+@pytest.fixture(autouse=True)
+def no_fallback(monkeypatch):
+    monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
+
+
+@pytest.mark.parametrize("case", REFUSED)
+def test_call_pytorch_refuses_raises_pytorchs_error_on_the_device(case):
+    with pytest.raises(RuntimeError) as on_cpu:
+        REFUSED[case]("cpu")
+    with pytest.raises(RuntimeError) as on_device:
+        REFUSED[case]("neuron")
+    assert type(on_device.value) is type(on_cpu.value)
+    assert str(on_device.value) == str(on_cpu.value)
+
+
+@pytest.mark.parametrize("case", ACCEPTED)
+def test_neighbouring_calls_pytorch_accepts_still_run_natively(case):
+    got = ACCEPTED[case]("neuron")
+    expected = ACCEPTED[case]("cpu")
+    assert got.dtype == expected.dtype
+    assert torch.equal(got.cpu(), expected)
