@@ -12,6 +12,8 @@ clamps take the same comparisons (torch-mlir had no lowering for some of them).
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
 
@@ -31,16 +33,20 @@ def _result_dtype(self, *bounds) -> torch.dtype | None:
 
 def _clamped(self, low, high, dtype):
     # x < lo ? lo : x, then v > hi ? hi : v; a NaN bound gives NaN (x's own NaN stays)
-    result = self = self.to(dtype)
+    result = self.to(dtype)
     for bound, outside in ((low, torch.lt), (high, torch.gt)):
         if bound is None:
             continue
-        if not isinstance(bound, torch.Tensor):
-            bound = torch.scalar_tensor(bound, dtype=self.dtype, device=self.device)
-        bound = bound.to(self.dtype)
-        chosen = outside(result, bound)
-        if self.is_floating_point():
-            chosen = chosen | torch.isnan(bound)
+        if isinstance(bound, torch.Tensor):
+            bound = bound.to(dtype)
+            chosen = outside(result, bound)
+            if dtype.is_floating_point:
+                chosen = chosen | torch.isnan(bound)
+        elif math.isnan(bound):
+            return torch.full_like(result, math.nan)
+        else:
+            bound = torch.scalar_tensor(bound, dtype=dtype, device=self.device)
+            chosen = outside(result, bound)
         result = torch.where(chosen, bound, result)
     return result
 
