@@ -67,3 +67,31 @@ def test_neighbouring_calls_pytorch_accepts_still_run_natively(case):
     expected = ACCEPTED[case]("cpu")
     assert got.dtype == expected.dtype
     assert torch.equal(got.cpu(), expected)
+
+
+DIVISIONS = {
+    "floor-divide-by-zero-scalar": lambda a, z: a // 0,
+    "floor_divide-by-tensor-with-zero": lambda a, z: torch.floor_divide(a, z),
+    "div-trunc-by-zero": lambda a, z: torch.div(a, 0, rounding_mode="trunc"),
+    "div-floor-by-tensor-with-zero": lambda a, z: torch.div(a, z, rounding_mode="floor"),
+    "remainder-by-zero": lambda a, z: torch.remainder(a, 0),
+    "remainder_-by-zero": lambda a, z: a.clone().remainder_(0),
+    "fmod-by-tensor-with-zero": lambda a, z: torch.fmod(a, z),
+}
+
+
+@pytest.mark.parametrize("case", DIVISIONS)
+def test_integer_division_by_zero_raises_zero_division_error_like_pytorch(case):
+    a, z = torch.tensor([3, -4]), torch.tensor([0, 1])
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        DIVISIONS[case](a, z)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        DIVISIONS[case](a.to("neuron"), z.to("neuron"))
+
+
+def test_true_and_float_division_by_zero_still_give_infinities():
+    a = torch.tensor([3, -4])
+    for fn in (lambda t: t / 0, lambda t: t.float() // 0, lambda t: torch.fmod(t.float(), 0)):
+        got, expected = fn(a.to("neuron")).cpu(), fn(a)
+        assert got.dtype == expected.dtype
+        torch.testing.assert_close(got, expected, equal_nan=True)

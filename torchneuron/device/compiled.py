@@ -62,6 +62,8 @@ class Entry:
     mutated_shapes: tuple[tuple[int, ...], ...] = ()
     # ``fresh`` without the Nones and the empty tensors: what the program returns
     fresh_metas: tuple[tuple, ...] = ()
+    # argument position of an integer division's divisor, checked for zeros per call
+    divisor: int | None = None
 
     def __post_init__(self) -> None:
         self.fresh_metas = tuple(meta for meta in self.fresh if _computed(meta))
@@ -102,6 +104,8 @@ def run_compiled(
         if not entry.data_dependent:
             fallback.record_fallback(plan.name, entry.reason)
         return run_on_host(plan, values, tensors, device)
+    if entry.divisor is not None:
+        _check_divisor(values[entry.divisor])
     inputs = _C.host_arrays(tensors)
     if scalars:
         for value, dtype in zip(scalars, entry.scalar_dtypes):
@@ -114,6 +118,54 @@ def run_compiled(
             inputs.append(np.asarray(value, dtype=dtype))
     outputs = entry.compiled.execute(device, inputs)
     return _assemble(plan, values, entry, outputs, device)
+
+
+# Integer division ops: PyTorch's CPU kernels raise on a zero divisor, where the
+# program's integer divide gives -1 (quotient) or the dividend (remainder).
+_INTEGER_DIVISIONS = frozenset(
+    {
+        "aten::floor_divide",
+        "aten::floor_divide_",
+        "aten::div",
+        "aten::div_",
+        "aten::remainder",
+        "aten::remainder_",
+        "aten::fmod",
+        "aten::fmod_",
+    }
+)
+
+
+def _integral(value: Any) -> bool:
+    if isinstance(value, torch.Tensor):
+        return not (value.dtype.is_floating_point or value.dtype.is_complex)
+    return isinstance(value, int)
+
+
+def _divisor(plan: OpPlan, values: list) -> int | None:
+    """Position of the divisor of an integer division (None for anything else)."""
+    if plan.op._schema.name not in _INTEGER_DIVISIONS or "other" not in plan.names:
+        return None
+    if plan.op._schema.name in ("aten::div", "aten::div_") and (
+        "rounding_mode" not in plan.names or values[plan.names.index("rounding_mode")] is None
+    ):
+        return None  # true division: a float result
+    position = plan.names.index("other")
+    if not (_integral(values[0]) and _integral(values[position])):
+        return None
+    return position
+
+
+def _check_divisor(divisor: Any) -> None:
+    if isinstance(divisor, torch.Tensor):
+        if divisor.device.type == "cpu":
+            zero = bool((divisor == 0).any())
+        else:
+            zero = bool((_C.host_arrays([divisor])[0] == 0).any())
+    else:
+        zero = divisor == 0
+    if zero:
+        raise RuntimeError("ZeroDivisionError")
 
 
 def _fits(value: Any, dtype: np.dtype) -> bool:
@@ -211,7 +263,9 @@ def _compile(plan: OpPlan, values: list, key: tuple, tensors: list, scalars: lis
             traced_fn,
             output_count,
         )
-        entry = Entry(compiled, scalar_dtypes, fresh, mutated_shapes)
+        entry = Entry(
+            compiled, scalar_dtypes, fresh, mutated_shapes, divisor=_divisor(plan, values)
+        )
     except eager.OpCompileError as error:
         entry = HostOnly(error.reason)
     cache.put(key, entry)

@@ -132,7 +132,9 @@ def rewrite_for(op) -> ScalarRewrite | None:
             def call(values: list, inner=inner) -> Any:
                 values = list(values)
                 factor = values[scalar_position]
-                if factor is not None:
+                # alpha=1 (the default, kept as a constant) scales nothing; multiplying
+                # anyway would turn a bool operand into int64 and hide sub's bool refusal
+                if factor is not None and not (type(factor) in (int, bool) and factor == 1):
                     values[tensor_position] = values[tensor_position] * factor
                     values[scalar_position] = 1
                 return inner(values)
