@@ -76,3 +76,20 @@ def test_pool_reports_a_hanging_case_as_crash():
     (result,) = FuzzPool(workers=1, case_timeout=8).run([_task("selftest.hang", 1)])
     assert result.crash.startswith("hang")
     assert result.failures[0].status == "crash"
+
+
+def test_a_difference_in_a_case_with_subnormals_is_counted_as_denormal_not_wrong():
+    import torch
+
+    from torchneuron.fuzz.cases import lookup
+    from torchneuron.fuzz.runner import Observation, has_subnormals, verdict
+
+    op = lookup("add")
+    flushed = Observation(state={"result": torch.tensor([0.0]), "inputs after": []})
+    subnormal = Observation(state={"result": torch.tensor([1e-40]), "inputs after": []})
+    normal = Observation(state={"result": torch.tensor([1e-30]), "inputs after": []})
+    assert has_subnormals(subnormal.state) and not has_subnormals(normal.state)
+    assert verdict(subnormal, flushed, op, "eager")[0] == "denormal"
+    assert verdict(normal, flushed, op, "eager")[0] == "wrong"
+    # float16 subnormals are normal numbers in the float32 the engine computes in
+    assert not has_subnormals({"x": torch.tensor([1e-6], dtype=torch.float16)})

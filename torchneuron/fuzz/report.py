@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from .runner import MODES, OpResult
 
-COLUMNS = ("cases", "pass", "wrong", "crash", "refused", "error", "lenient", "untested")
+COLUMNS = (
+    "cases",
+    "pass",
+    "wrong",
+    "crash",
+    "refused",
+    "error",
+    "lenient",
+    "untested",
+    "denormal",
+)
 
 
 def row(result: OpResult) -> dict[str, int]:
@@ -38,7 +48,8 @@ def format_report(results: list[OpResult], expected: dict, not_run: list[str]) -
     lines.append(
         f"{summed['ops']} ops x {summed['cases']} cases (each in {'/'.join(MODES)} where run): "
         f"{summed['wrong']} wrong, {summed['crash']} crash, {summed['refused']} refused, "
-        f"{summed['error']} error, {summed['lenient']} lenient, {summed['untested']} untested"
+        f"{summed['error']} error, {summed['lenient']} lenient, {summed['untested']} untested, "
+        f"{summed['denormal']} denormal (flushed by design, docs/numerics.md)"
     )
     if not_run:
         lines.append(

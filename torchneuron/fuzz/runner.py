@@ -12,7 +12,12 @@
   coverage, not an invalid input, so not counted as wrong (and not shrunk, so it does
   not hide value bugs of the same op);
 - ``untested``: compile mode handed no graph with an op to the backend (Dynamo ran
-  the function itself), so nothing of ours ran.
+  the function itself), so nothing of ours ran;
+- ``denormal``: a difference in a case whose inputs or expected results hold float32,
+  float64 or bfloat16 subnormals. XLA's CPU client runs every program with
+  flush-to-zero and denormals-are-zero set (docs/numerics.md), so these differ by
+  design; they are counted apart from ``wrong`` (and not shrunk) so that they do not
+  hide an op's other differences.
 
 ``fuzz_op`` drives one op with hypothesis, reproducibly: ``@given`` with an explicit
 ``@seed`` derived from the run's seed and the op's name, no example database, and
@@ -44,7 +49,10 @@ from .inputs import SOURCE_NAMES
 from .repro import snippet
 
 MODES = ("compile", "eager")
-STATUSES = ("pass", "wrong", "refused", "error", "lenient", "untested")
+STATUSES = ("pass", "wrong", "refused", "error", "lenient", "untested", "denormal")
+# dtypes whose subnormals the numbers engine flushes (float16 is computed in float32,
+# where its subnormals are normal numbers)
+_FLUSHED = (torch.float32, torch.float64, torch.bfloat16)
 
 
 @dataclass
@@ -155,8 +163,20 @@ def verdict(reference: Observation, got: Observation, op: FuzzOp, mode: str) -> 
     try:
         check_state(got.state, reference.state, op.compare)
     except Difference as difference:
+        if has_subnormals(reference.state):
+            return "denormal", str(difference)
         return "wrong", str(difference)
     return "pass", ""
+
+
+def has_subnormals(state: Any) -> bool:
+    """Whether any float32/float64/bfloat16 tensor in ``state`` holds a subnormal number."""
+    for leaf in pytree.tree_leaves(state):
+        if isinstance(leaf, torch.Tensor) and leaf.dtype in _FLUSHED and leaf.numel():
+            magnitude = leaf.detach().abs()
+            if bool(((magnitude > 0) & (magnitude < torch.finfo(leaf.dtype).tiny)).any()):
+                return True
+    return False
 
 
 def _innermost_name(error: BaseException) -> str:
