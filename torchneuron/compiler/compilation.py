@@ -179,7 +179,8 @@ class Compilation:
     def _stablehlo(self) -> str:
         lowering.lower_to_stablehlo(self.module, self.graph)
         program.mark_arguments(self.module, self.marks)
-        program.mark_checks(self.module, self.prepared.checks)
+        if self.prepared is not None:  # (a torch-stage artifact carries no checks)
+            program.mark_checks(self.module, self.prepared.checks)
         return str(self.module)
 
     def _optimized(self) -> str:
@@ -411,29 +412,33 @@ def _made_on_host(graph: torch.fx.Graph) -> None:
 
     A graph traced from ``neuron`` tensors names the device in its factory ops'
     ``device=`` arguments. The program runs where its inputs live and its outputs
-    are given their device, so the name means nothing to the program (and
-    torch-mlir cannot import ``neuron``). A graph that moves tensors between
-    devices is refused: its outputs would come back on the wrong one.
+    are given the device of the first tensor input (of the traced outputs when there
+    is none), so the name means nothing to the program (and torch-mlir cannot import
+    ``neuron``). A graph with an output on another device (``x.cpu()`` of a neuron
+    input, ``x.to("neuron")`` of a CPU one) is refused: it would come back on the
+    wrong device. CPU scalars among neuron inputs are fine, as in PyTorch.
     """
-    devices = set()
+    first_input = None
+    outputs = set()
     for node in graph.nodes:
-        if node.op in ("placeholder", "output"):
-            values = [node.meta.get("val")] if node.op == "placeholder" else node.args[0]
-            for value in values if isinstance(values, (list, tuple)) else [values]:
-                if isinstance(value, torch.fx.Node):
-                    value = value.meta.get("val")
+        if node.op == "placeholder":
+            value = node.meta.get("val")
+            if first_input is None and isinstance(value, torch.Tensor):
+                first_input = value.device.type
+        elif node.op == "output":
+            for value in torch.utils._pytree.tree_leaves(node.args[0]):
+                value = value.meta.get("val") if isinstance(value, torch.fx.Node) else None
                 if isinstance(value, torch.Tensor):
-                    devices.add(value.device.type)
-            continue
-        device = node.kwargs.get("device") if node.op == "call_function" else None
-        if isinstance(device, torch.device):
-            devices.add(device.type)
-            if device.type != "cpu":
+                    outputs.add(value.device.type)
+        elif node.op == "call_function":
+            device = node.kwargs.get("device")
+            if isinstance(device, torch.device) and device.type != "cpu":
                 node.kwargs = {**node.kwargs, "device": torch.device("cpu")}
-    if len(devices) > 1:
+    expected = {first_input} if first_input is not None else outputs
+    if len(outputs | expected) > 1:
         raise LoweringError(
-            f"the graph moves tensors between devices ({', '.join(sorted(devices))}); "
-            "a compiled program runs on one device"
+            f"the graph's outputs are on {', '.join(sorted(outputs))} but its first input is "
+            f"on {first_input}: a compiled program returns its results on one device"
         )
 
 
