@@ -10,6 +10,12 @@ catch it) or send it into an endless loop. The lowering rules rewrite them befor
 pipeline in such a form (from torch-mlir's own decompositions, or a graph built
 without our rules) is refused first, with an ``UnsupportedOpError`` naming the form
 (``CRASHING_FORMS``).
+
+torch-mlir folds a constant unsigned tensor (``zeros(3, dtype=torch.uint8)``, ``fill_`` of
+a uint8 tensor) into a ``torch.vtensor.literal`` of ``ui8`` that its StableHLO conversion
+cannot legalize; such a literal is rewritten first into a signed literal of the same bits
+and a ``view.dtype`` back to the unsigned type, which converts to ``bitcast_convert``
+(``unsigned_literals_as_bitcasts``).
 """
 
 from __future__ import annotations
@@ -21,8 +27,10 @@ import sys
 import tempfile
 import types
 
+import numpy as np
 import torch.fx
 from torch_mlir import ir
+from torch_mlir.dialects import torch as torch_d
 from torch_mlir.passmanager import PassManager
 
 from .errors import LoweringError, UnsupportedOpError, describe_value, node_source
@@ -66,7 +74,56 @@ def lower_to_torch_backend(module: ir.Module, graph: torch.fx.Graph | None = Non
 
 def lower_to_stablehlo(module: ir.Module, graph: torch.fx.Graph | None = None) -> None:
     """Torch backend contract -> StableHLO, in place."""
+    unsigned_literals_as_bitcasts(module)
     _run(module, STABLEHLO_PIPELINE, "stablehlo", graph)
+
+
+# torch's ScalarType codes of the unsigned integer dtypes, by bit width (view.dtype's operand)
+_UNSIGNED_SCALAR_TYPE = {8: 0, 16: 27, 32: 28, 64: 29}
+_UNSIGNED_ELEMENT = re.compile(r",ui(8|16|32|64)>$")
+
+
+def unsigned_literals_as_bitcasts(module: ir.Module) -> None:
+    """Rewrite, in place, every unsigned tensor literal that torch-mlir cannot convert.
+
+    ``torch.vtensor.literal(dense<200> : tensor<3xui8>)`` ->
+    ``torch.aten.view.dtype(torch.vtensor.literal(dense<-56> : tensor<3xsi8>), uint8)``
+    (the same bits; torch-mlir does not fold a ``view.dtype`` of a literal).
+    """
+    literals: list[ir.Operation] = []
+
+    def visit(op) -> ir.WalkResult:
+        op = op.operation
+        if op.name == "torch.vtensor.literal" and _UNSIGNED_ELEMENT.search(str(op.results[0].type)):
+            literals.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    for op in literals:
+        with module.context, op.location, ir.InsertionPoint(op):
+            result_type = op.results[0].type
+            signed_type = ir.Type.parse(re.sub(r",ui(\d+)>$", r",si\1>", str(result_type)))
+            value = _as_signed(ir.DenseIntElementsAttr(op.attributes["value"]))
+            signed = torch_d.ValueTensorLiteralOp(value, results=[signed_type]).result
+            width = ir.IntegerType(value.type.element_type).width
+            code = torch_d.ConstantIntOp(_UNSIGNED_SCALAR_TYPE[width]).result
+            viewed = torch_d.AtenViewDtypeOp(result_type, signed, code).result
+        op.results[0].replace_all_uses_with(viewed)
+        op.erase()
+
+
+def _as_signed(value: ir.DenseIntElementsAttr) -> ir.DenseElementsAttr:
+    """The signed integer elements attribute with the same bits as unsigned ``value``."""
+    shaped = ir.RankedTensorType(value.type)
+    width = ir.IntegerType(shaped.element_type).width
+    element = ir.IntegerType.get_signed(width)
+    if value.is_splat:
+        bits = ir.IntegerAttr(value.get_splat_value()).value % (1 << width)
+        signed = bits - (1 << width) if bits >= 1 << (width - 1) else bits
+        splat = ir.IntegerAttr.get(element, signed)
+        return ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get(shaped.shape, element), splat)
+    array = np.array(value).view(f"int{width}")
+    return ir.DenseElementsAttr.get(array, signless=False, shape=shaped.shape)
 
 
 def _run(module: ir.Module, pipeline: str, stage: str, graph: torch.fx.Graph | None) -> None:

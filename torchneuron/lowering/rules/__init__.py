@@ -44,6 +44,7 @@ def lowering_rules() -> dict[torch._ops.OpOverload, Rule]:
         arithmetic,
         attention,
         clamping,
+        comparisons,
         convolution,
         creation,
         embedding,

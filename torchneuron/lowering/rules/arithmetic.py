@@ -13,8 +13,6 @@
   one divisor whenever the quotient rounds across an integer; StableHLO's own
   ``remainder`` is C's exact fmod, and is what both rules build on.
 - ``fmax``/``fmin`` with a broadcast operand build an ill-typed compare.
-- comparisons of ``bool`` or ``uint8`` tensors become ``compare`` ops XLA rejects
-  (torch-mlir marks them signed; XLA wants unsigned); they are compared as ``int32``.
 """
 
 from __future__ import annotations
@@ -272,33 +270,3 @@ def nextafter(self, other):
     result = torch.where(x == 0, smallest, moved)
     result = torch.where(x == y, y, result)
     return torch.where(torch.isnan(x) | torch.isnan(y), x + y, result)
-
-
-def _unsigned_comparison(op):
-    def compare(self, other):
-        # bool/uint8 <op> bool/uint8 -> int32 <op> int32 (same order, no sign issue)
-        other_dtype = other.dtype if isinstance(other, torch.Tensor) else None
-        if self.dtype not in _UNSIGNED or (
-            other_dtype is not None and other_dtype not in _UNSIGNED
-        ):
-            return NotImplemented
-        if isinstance(other, torch.Tensor):
-            other = other.to(torch.int32)
-        elif isinstance(other, bool):
-            other = int(other)
-        return op(self.to(torch.int32), other)
-
-    compare.__name__ = f"unsigned_{op.__name__}"
-    return compare
-
-
-for _tensor_op, _scalar_op in (
-    (aten.eq.Tensor, aten.eq.Scalar),
-    (aten.ne.Tensor, aten.ne.Scalar),
-    (aten.lt.Tensor, aten.lt.Scalar),
-    (aten.le.Tensor, aten.le.Scalar),
-    (aten.gt.Tensor, aten.gt.Scalar),
-    (aten.ge.Tensor, aten.ge.Scalar),
-):
-    lowering_rule(_tensor_op)(_unsigned_comparison(_tensor_op))
-    lowering_rule(_scalar_op)(_unsigned_comparison(_scalar_op))
