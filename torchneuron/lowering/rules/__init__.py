@@ -56,6 +56,7 @@ def lowering_rules() -> dict[torch._ops.OpOverload, Rule]:
         qr,
         random,
         reductions,
+        shifts,
         sorting,
         special,
     )

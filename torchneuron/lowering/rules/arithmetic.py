@@ -24,6 +24,7 @@ import torch
 from torchneuron.errors import TorchNeuronError
 
 from . import lowering_rule
+from .comparisons import in_dtype
 
 aten = torch.ops.aten
 
@@ -191,13 +192,64 @@ class NegativeIntegerPowerError(TorchNeuronError):
     """An integer tensor raised to a constant negative integer power (PyTorch refuses it)."""
 
 
+class IntegerExponentOverflowError(TorchNeuronError):
+    """An integer tensor raised to a constant exponent its dtype cannot hold (PyTorch refuses it)."""
+
+
 @lowering_rule(aten.pow.Tensor_Scalar)
 def integer_power(self, exponent):
     # int ** (negative constant) -> PyTorch's refusal (StableHLO would give 0, 1 or -1)
+    # int ** (constant n >= 0) -> products of repeated squares, wrapping like PyTorch
     integral = not (self.is_floating_point() or self.is_complex())
-    if integral and isinstance(exponent, int) and not isinstance(exponent, bool) and exponent < 0:
+    if not integral or not isinstance(exponent, int) or isinstance(exponent, bool):
+        return NotImplemented
+    if exponent < 0:
         raise NegativeIntegerPowerError("Integers to negative integer powers are not allowed.")
-    return NotImplemented
+    if self.dtype == torch.bool:
+        return NotImplemented  # promoted to int64 by PyTorch: the tensor form's rule
+    if exponent > torch.iinfo(self.dtype).max:
+        raise IntegerExponentOverflowError(
+            f"value cannot be converted to type {self.dtype} without overflow"
+        )
+    result = None
+    square = self
+    while exponent:
+        if exponent & 1:
+            result = square if result is None else result * square
+        exponent >>= 1
+        if exponent:
+            square = square * square
+    return torch.ones_like(self) if result is None else result
+
+
+@lowering_rule(aten.pow.Scalar, aten.pow.Tensor_Tensor)
+def exact_integer_power(self, exponent):
+    # a ** b (integers) -> PyTorch's powi: the product of a**(2**k) over b's set bits, each
+    # product wrapping in the promoted dtype; b < 0 gives 1 (a == 1), +-1 (a == -1) or 0.
+    # (XLA's integer power went through floating point: 3 ** 100 was off in int16..int64.)
+    dtype = torch.result_type(self, exponent)
+    if dtype == torch.bool or dtype.is_floating_point or dtype.is_complex:
+        return NotImplemented
+    device = next(v.device for v in (self, exponent) if isinstance(v, torch.Tensor))
+    base, exponent = torch.broadcast_tensors(
+        *(in_dtype(v, dtype, device) for v in (self, exponent))
+    )
+    signed = torch.iinfo(dtype).min < 0
+    one = torch.ones_like(base)
+    result, square = one, base
+    value_bits = torch.iinfo(dtype).bits - signed  # a negative b is handled apart
+    for bit in range(value_bits):
+        result = torch.where(torch.bitwise_and(exponent, 1 << bit) != 0, result * square, result)
+        if bit + 1 < value_bits:
+            square = square * square
+    if not signed:
+        return result
+    odd = torch.bitwise_and(exponent, 1) != 0
+    zero = torch.zeros_like(base)
+    negative_power = torch.where(
+        base == 1, one, torch.where(base == -1, torch.where(odd, -one, one), zero)
+    )
+    return torch.where(exponent < 0, negative_power, result)
 
 
 def _bitwise_with_scalar(tensor_op):

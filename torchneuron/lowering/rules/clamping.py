@@ -8,6 +8,9 @@ and a NaN bound gives NaN. ``leaky_relu`` and ``elu`` keep the sign of a zero in
 too (``-0.0 * slope``, ``expm1(-0.0)``). Inputs are promoted with the bounds
 first, as in PyTorch (an integer tensor clamped by a float bound is float); integer
 clamps take the same comparisons (torch-mlir had no lowering for some of them).
+Bools are clamped where PyTorch's kernels clamp them (by one tensor bound: torch-mlir
+compared them signed, True < False) and refused as PyTorch refuses them elsewhere, with
+a ``NotImplementedError`` (``BoolClampError``).
 """
 
 from __future__ import annotations
@@ -17,18 +20,38 @@ import math
 import torch
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
 
+from torchneuron.errors import TorchNeuronError
+
 from . import lowering_rule
 
 aten = torch.ops.aten
 DEFAULT_PROMOTION = ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT
 
 
-def _result_dtype(self, *bounds) -> torch.dtype | None:
+class BoolClampError(TorchNeuronError, NotImplementedError):
+    """A clamp of bool values that PyTorch's CPU kernels do not implement."""
+
+
+def _result_dtype(self, *bounds, bool_allowed: bool = False) -> torch.dtype | None:
     """The clamp's result dtype (PyTorch's promotion of ``self`` and the bounds); None for a
-    bool or complex result (PyTorch refuses those)."""
-    operands = [self, *(bound for bound in bounds if bound is not None)]
-    _, dtype = elementwise_dtypes(*operands, type_promotion_kind=DEFAULT_PROMOTION)
-    return None if dtype == torch.bool or dtype.is_complex else dtype
+    complex result. A bool result is PyTorch's refusal unless ``bool_allowed`` (its kernels
+    clamp bools only by a single tensor bound: ``clamp_min``/``clamp_max``)."""
+    present = [bound for bound in bounds if bound is not None]
+    _, dtype = elementwise_dtypes(self, *present, type_promotion_kind=DEFAULT_PROMOTION)
+    if dtype == torch.bool and not bool_allowed:
+        kernel = (
+            "clamp"
+            if len(present) != 1
+            else ("clamp_min" if bounds[0] is not None else "clamp_max")
+        )
+        scalar = "" if any(isinstance(b, torch.Tensor) for b in present) else "_scalar"
+        raise BoolClampError(f"\"{kernel}{scalar}_cpu\" not implemented for 'Bool'")
+    return None if dtype.is_complex else dtype
+
+
+def _single_tensor_bound(*bounds) -> bool:
+    present = [bound for bound in bounds if bound is not None]
+    return len(present) == 1 and isinstance(present[0], torch.Tensor)
 
 
 def _clamped(self, low, high, dtype):
@@ -54,7 +77,7 @@ def _clamped(self, low, high, dtype):
 @lowering_rule(aten.clamp.default, aten.clamp.Tensor)
 def clamp(self, min=None, max=None):
     # clamp(x, lo, hi) -> where(x < lo, lo, x), then where(v > hi, hi, v)
-    dtype = _result_dtype(self, min, max)
+    dtype = _result_dtype(self, min, max, bool_allowed=_single_tensor_bound(min, max))
     if dtype is None:
         return NotImplemented
     return _clamped(self, min, max, dtype)
@@ -63,7 +86,7 @@ def clamp(self, min=None, max=None):
 @lowering_rule(aten.clamp_min.default, aten.clamp_min.Tensor)
 def clamp_min(self, min):
     # clamp_min(x, lo) -> where(x < lo, lo, x)
-    dtype = _result_dtype(self, min)
+    dtype = _result_dtype(self, min, None, bool_allowed=isinstance(min, torch.Tensor))
     if dtype is None:
         return NotImplemented
     return _clamped(self, min, None, dtype)
@@ -72,7 +95,7 @@ def clamp_min(self, min):
 @lowering_rule(aten.clamp_max.default, aten.clamp_max.Tensor)
 def clamp_max(self, max):
     # clamp_max(x, hi) -> where(x > hi, hi, x)
-    dtype = _result_dtype(self, max)
+    dtype = _result_dtype(self, None, max, bool_allowed=isinstance(max, torch.Tensor))
     if dtype is None:
         return NotImplemented
     return _clamped(self, None, max, dtype)

@@ -42,7 +42,9 @@ def wrapped_integer(value: int, dtype: torch.dtype) -> int:
     return value
 
 
-def _in_dtype(value, dtype: torch.dtype, device) -> torch.Tensor:
+def in_dtype(value, dtype: torch.dtype, device) -> torch.Tensor:
+    """A tensor or Python number converted to ``dtype`` as PyTorch's promotion converts it
+    (an integer wrapped, not refused, when it does not fit)."""
     if isinstance(value, torch.Tensor):
         return value.to(dtype)
     if isinstance(value, int) and not isinstance(value, bool) and dtype != torch.bool:
@@ -58,7 +60,7 @@ def _promoted_comparison(tensor_op):
         dtype = torch.result_type(self, other)
         if dtype.is_complex or not (_needs_promotion(operands, dtype)):
             return NotImplemented
-        a, b = (_in_dtype(v, dtype, self.device) for v in operands)
+        a, b = (in_dtype(v, dtype, self.device) for v in operands)
         if dtype in _COMPARED_AS:
             a, b = a.to(_COMPARED_AS[dtype]), b.to(_COMPARED_AS[dtype])
         return tensor_op(a, b)
