@@ -32,6 +32,16 @@ REFUSED = {
         torch.tensor([True, False, True], device=d), float("inf")
     ),
     "copy_-shape-mismatch": lambda d: torch.zeros(3, device=d).copy_(torch.ones(2, device=d)),
+    "relu-of-bool": lambda d: torch.relu(torch.tensor([True, False], device=d)),
+    "uint8-to-an-overflowing-power": lambda d: (
+        torch.tensor([2, 3], dtype=torch.uint8, device=d) ** 300
+    ),
+}
+
+NOT_IMPLEMENTED = {
+    "clamp-of-bool-by-a-python-bool": lambda d: torch.clamp(
+        torch.tensor([True, False], device=d), True
+    ),
 }
 
 ACCEPTED = {
@@ -39,6 +49,9 @@ ACCEPTED = {
         torch.tensor([1, 3], device=d), alpha=2
     ),
     "pow_-int-by-int": lambda d: torch.tensor([1, 2], device=d).pow_(2),
+    "clamp-of-bool-by-a-bool-tensor": lambda d: torch.clamp(
+        torch.tensor([True, False], device=d), torch.tensor(True, device=d)
+    ),
     "fill_-2.7-into-int64": lambda d: torch.zeros(3, dtype=torch.int64, device=d).fill_(2.7),
     "masked_fill-5-into-int64": lambda d: torch.zeros(3, dtype=torch.int64, device=d).masked_fill(
         torch.tensor([True, False, True], device=d), 5
@@ -59,6 +72,14 @@ def test_call_pytorch_refuses_raises_pytorchs_error_on_the_device(case):
         REFUSED[case]("neuron")
     assert type(on_device.value) is type(on_cpu.value)
     assert str(on_device.value) == str(on_cpu.value)
+
+
+@pytest.mark.parametrize("case", NOT_IMPLEMENTED)
+def test_call_pytorchs_cpu_has_no_kernel_for_raises_not_implemented_on_the_device(case):
+    with pytest.raises(NotImplementedError):
+        NOT_IMPLEMENTED[case]("cpu")
+    with pytest.raises(NotImplementedError):
+        NOT_IMPLEMENTED[case]("neuron")
 
 
 @pytest.mark.parametrize("case", ACCEPTED)

@@ -122,6 +122,46 @@ def _check_fill_value(plan: OpPlan, fake_values: list) -> None:
         )
 
 
+_BOOL_REFUSED = frozenset({"aten::relu", "aten::relu_"})
+_BOOL_SCALAR_CLAMPS = frozenset(
+    {
+        "aten::clamp",
+        "aten::clamp_",
+        "aten::clamp_min",
+        "aten::clamp_min_",
+        "aten::clamp_max",
+        "aten::clamp_max_",
+    }
+)
+_INTEGER_POWERS = frozenset({"aten::pow", "aten::pow_"})
+
+
+def _check_bool_and_exponent(plan: OpPlan, fake_values: list) -> None:
+    """Refusals of PyTorch's CPU kernels that depend on a bool input or a scalar's range.
+
+    ``relu`` of a bool ("Boolean inputs not supported"); a bool clamped by Python
+    scalars (no kernel: NotImplementedError); an integer raised to a Python integer
+    exponent its dtype cannot hold ("value cannot be converted ... without overflow").
+    """
+    name = plan.op._schema.name
+    self = fake_values[0] if fake_values else None
+    if not isinstance(self, torch.Tensor):
+        return
+    if name in _BOOL_REFUSED and self.dtype == torch.bool:
+        raise MetaRejected("relu of a bool tensor is not supported")
+    if name in _BOOL_SCALAR_CLAMPS and self.dtype == torch.bool:
+        bounds = [v for v in fake_values[1:3] if v is not None]
+        if bounds and all(isinstance(v, (bool, int, float)) for v in bounds):
+            raise MetaRejected("clamp of a bool tensor by Python scalars has no kernel")
+    if name in _INTEGER_POWERS and "exponent" in plan.names:
+        exponent = fake_values[plan.names.index("exponent")]
+        integral = not (self.dtype.is_floating_point or self.dtype.is_complex)
+        if integral and self.dtype != torch.bool and type(exponent) is int:
+            info = torch.iinfo(self.dtype)
+            if not info.min <= exponent <= info.max:
+                raise MetaRejected(f"exponent {exponent} does not fit {self.dtype}")
+
+
 def _check_inplace_result_type(plan: OpPlan, fake_values: list) -> None:
     """Refuse an in-place pointwise op whose result type cannot be cast to ``self``'s.
 
@@ -136,6 +176,7 @@ def _check_inplace_result_type(plan: OpPlan, fake_values: list) -> None:
         # sub_check of the CPU kernel: the shape function lets bool through
         raise MetaRejected("subtraction with a bool tensor is not supported")
     _check_fill_value(plan, fake_values)
+    _check_bool_and_exponent(plan, fake_values)
     if plan.mutated != (0,) or torch.Tag.pointwise not in plan.op.tags:
         return
     functional = _functional_form(plan.op)
