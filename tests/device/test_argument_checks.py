@@ -110,6 +110,16 @@ def test_integer_division_by_zero_raises_zero_division_error_like_pytorch(case):
         DIVISIONS[case](a.to("neuron"), z.to("neuron"))
 
 
+@pytest.mark.parametrize("dim", [1, -2])
+def test_sorting_a_0d_tensor_along_a_dim_it_lacks_raises_index_error(dim):
+    with pytest.raises(IndexError):
+        torch.sort(torch.tensor(1.5), dim=dim)
+    with pytest.raises(IndexError):
+        torch.sort(torch.tensor(1.5).to("neuron"), dim=dim)
+    values, indices = torch.sort(torch.tensor(1.5).to("neuron"), dim=0)
+    assert (values.cpu().item(), indices.cpu().item()) == (1.5, 0)
+
+
 def test_true_and_float_division_by_zero_still_give_infinities():
     a = torch.tensor([3, -4])
     for fn in (lambda t: t / 0, lambda t: t.float() // 0, lambda t: torch.fmod(t.float(), 0)):

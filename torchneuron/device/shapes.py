@@ -147,6 +147,11 @@ def _check_bool_and_exponent(plan: OpPlan, fake_values: list) -> None:
     self = fake_values[0] if fake_values else None
     if not isinstance(self, torch.Tensor):
         return
+    if self.dim() == 0 and "dim" in plan.names:
+        dim = fake_values[plan.names.index("dim")]
+        if type(dim) is int and dim not in (-1, 0):
+            # a 0-d tensor has dims -1 and 0 (sort's shape function lets dim=1 through)
+            raise MetaRejected(f"dim {dim} is out of range for a 0-d tensor")
     if name in _BOOL_REFUSED and self.dtype == torch.bool:
         raise MetaRejected("relu of a bool tensor is not supported")
     if name in _BOOL_SCALAR_CLAMPS and self.dtype == torch.bool:
