@@ -11,14 +11,10 @@ from .runner import OpResult
 
 # op name -> (issue family, what is still wrong)
 EXPECTED_FAILURES: dict[str, tuple[str, str]] = {
-    "relu": ("-0.0 semantics", "relu(-0.0) gives 0.0 where PyTorch gives -0.0 (both modes)"),
-    "gather": (
-        "out-of-range indices",
-        "a negative or out-of-range index returns a value where PyTorch raises (both modes)",
-    ),
     "sort": (
         "dims out of range",
-        "sort of a 0-d tensor with dim=1 returns a value where PyTorch raises IndexError",
+        "compile mode: sort of a 0-d tensor with dim=1 returns a value where PyTorch raises "
+        "IndexError (the shape function accepts it; eager mode refuses it)",
     ),
 }
 
