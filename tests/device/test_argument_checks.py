@@ -33,6 +33,9 @@ REFUSED = {
     ),
     "copy_-shape-mismatch": lambda d: torch.zeros(3, device=d).copy_(torch.ones(2, device=d)),
     "relu-of-bool": lambda d: torch.relu(torch.tensor([True, False], device=d)),
+    "max-of-an-empty-tensor": lambda d: torch.tensor([], device=d).max(),
+    "argmax-of-bool": lambda d: torch.tensor([True, False], device=d).argmax(),
+    "var-of-int64": lambda d: torch.tensor([1, 2, 3], device=d).var(),
     "uint8-to-an-overflowing-power": lambda d: (
         torch.tensor([2, 3], dtype=torch.uint8, device=d) ** 300
     ),

@@ -134,12 +134,14 @@ _BOOL_SCALAR_CLAMPS = frozenset(
     }
 )
 _INTEGER_POWERS = frozenset({"aten::pow", "aten::pow_"})
+_MOMENTS = frozenset({"aten::var", "aten::std", "aten::var_mean", "aten::std_mean"})
 
 
 def _check_bool_and_exponent(plan: OpPlan, fake_values: list) -> None:
-    """Refusals of PyTorch's CPU kernels that depend on a bool input or a scalar's range.
+    """Refusals of PyTorch's CPU kernels that their shape functions do not make.
 
-    ``relu`` of a bool ("Boolean inputs not supported"); a bool clamped by Python
+    ``max()``/``min()`` of an empty tensor; ``argmax``/``argmin`` of a bool; ``std``/``var``
+    of an integer; ``relu`` of a bool ("Boolean inputs not supported"); a bool clamped by Python
     scalars (no kernel: NotImplementedError); an integer raised to a Python integer
     exponent its dtype cannot hold ("value cannot be converted ... without overflow").
     """
@@ -152,6 +154,12 @@ def _check_bool_and_exponent(plan: OpPlan, fake_values: list) -> None:
         if type(dim) is int and dim not in (-1, 0):
             # a 0-d tensor has dims -1 and 0 (sort's shape function lets dim=1 through)
             raise MetaRejected(f"dim {dim} is out of range for a 0-d tensor")
+    if name in ("aten::max", "aten::min") and len(plan.names) == 1 and self.numel() == 0:
+        raise MetaRejected(f"{name}() of an empty tensor needs a dim")
+    if name in ("aten::argmax", "aten::argmin") and self.dtype == torch.bool:
+        raise MetaRejected(f"{name}() does not support bool input")
+    if name in _MOMENTS and not (self.dtype.is_floating_point or self.dtype.is_complex):
+        raise MetaRejected("std and var only support floating point and complex dtypes")
     if name in _BOOL_REFUSED and self.dtype == torch.bool:
         raise MetaRejected("relu of a bool tensor is not supported")
     if name in _BOOL_SCALAR_CLAMPS and self.dtype == torch.bool:
