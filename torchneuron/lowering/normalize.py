@@ -137,3 +137,37 @@ def _scalar_tensor_of_a_tensor_element(node: torch.fx.Node) -> None:
         converted = graph.call_function(aten._to_copy.default, (scalar,), {"dtype": result.dtype})
     converted.meta = dict(node.meta)
     node.replace_all_uses_with(converted)
+
+
+@normalizes(aten.slice_scatter.default)
+def _bounded_slice_scatter(node: torch.fx.Node) -> None:
+    # slice_scatter(x, src, dim, start, end) with end past the dimension (a backward of
+    # x[..., k:] has end = 2**63 - 1) makes torch-mlir's StableHLO conversion allocate
+    # for the whole range and throw std::bad_alloc. The same bounds, clamped as
+    # PyTorch clamps them, select the same elements.
+    names = ("input", "src", "dim", "start", "end", "step")
+    bound = dict(zip(names, node.args, strict=False)) | dict(node.kwargs)
+    value = bound["input"].meta.get("val") if isinstance(bound["input"], torch.fx.Node) else None
+    dim = bound.get("dim", 0)
+    if not isinstance(value, torch.Tensor) or not isinstance(dim, int) or value.dim() == 0:
+        return
+    size = value.shape[dim]
+    start, end = bound.get("start"), bound.get("end")
+    if not all(isinstance(v, int | None) for v in (size, start, end)):
+        return  # a symbolic bound or size: left as it is
+    start, end = _slice_bounds(size, start, end)
+    node.args = (bound["input"], bound["src"], dim, start, end, bound.get("step", 1))
+    node.kwargs = {}
+
+
+def _slice_bounds(size: int, start: int | None, end: int | None) -> tuple[int, int]:
+    """``start`` and ``end`` clamped into ``[0, size]`` as ``aten.slice`` clamps them."""
+    start = 0 if start is None else start
+    end = size if end is None else end
+    if start < 0:
+        start += size
+    if end < 0:
+        end += size
+    start = min(max(start, 0), size)
+    end = min(max(end, start), size)
+    return start, end

@@ -134,8 +134,16 @@ def _run(module: ir.Module, pipeline: str, stage: str, graph: torch.fx.Graph | N
                 ctx.emit_error_diagnostics = True
                 PassManager.parse(pipeline).run(module.operation)
             return
+        except MemoryError:  # std::bad_alloc thrown by the pass itself, not a missing lowering
+            error = None
         except Exception as exc:  # the bindings raise a generic MLIRError
             error = exc
+    if error is None:
+        raise LoweringError(
+            f"torch-mlir's lowering to the {stage} stage ran out of memory (std::bad_alloc) "
+            "in its own code: a form in this graph makes it allocate without bound; no "
+            "particular op lacks a lowering"
+        )
     diagnostics = f"{captured.text}\n{error}"
     raise _explain(diagnostics, stage, module, graph) from None
 
