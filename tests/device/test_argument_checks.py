@@ -129,3 +129,31 @@ def test_true_and_float_division_by_zero_still_give_infinities():
         got, expected = fn(a.to("neuron")).cpu(), fn(a)
         assert got.dtype == expected.dtype
         torch.testing.assert_close(got, expected, equal_nan=True)
+
+
+COMPILED_REFUSED = {
+    "argmax-of-bool": lambda x: (x > 0).argmax(),
+    "sort-of-0d-along-dim-1": lambda x: torch.sort(x.sum(), dim=1)[0],
+    "var-of-int64": lambda x: x.long().var(),
+    "relu-of-bool": lambda x: torch.relu(x > 0),
+}
+
+
+@pytest.mark.parametrize("case", COMPILED_REFUSED)
+def test_compiled_call_pytorch_refuses_is_refused_not_computed(case):
+    from torchneuron.lowering.refusals import RefusedCallError
+
+    x = torch.tensor([1.5, -2.0])
+    with pytest.raises((RuntimeError, IndexError)):
+        COMPILED_REFUSED[case](x)
+    torch._dynamo.reset()
+    with pytest.raises(Exception) as raised:
+        torch.compile(COMPILED_REFUSED[case], backend="neuron")(x)
+    chain, error = [], raised.value
+    while error is not None:
+        chain.append(error)
+        error = getattr(error, "inner_exception", None) or error.__cause__
+    # refused by our check, or by PyTorch's own while tracing: never a value
+    refused_by_us = any(isinstance(e, RefusedCallError) for e in chain)
+    refused_by_pytorch = not isinstance(raised.value, torch._dynamo.exc.BackendCompilerFailed)
+    assert refused_by_us or refused_by_pytorch, chain

@@ -25,6 +25,7 @@ from torch_mlir import ir
 
 from torchneuron import lowering
 from torchneuron.lowering.errors import LoweringError
+from torchneuron.lowering.refusals import refuse_graph_calls
 from torchneuron.target import dtypes
 
 from . import program, stages, tensors
@@ -164,6 +165,7 @@ class Compilation:
     def _fx(self) -> str:
         self.prepared = lowering.prepare_graph(self.gm, self.weights)
         _made_on_host(self.prepared.graph_module.graph)
+        refuse_graph_calls(self.prepared.graph_module.graph)
         self.weights = self.prepared.weights
         self.graph = self.prepared.graph_module.graph
         self.marks = [(a.kind, a.name) for a in self.prepared.arguments]

@@ -24,7 +24,6 @@ How a failed fake run is read, by exception type:
 from __future__ import annotations
 
 import logging
-import math
 import threading
 
 import torch
@@ -39,6 +38,7 @@ from torch._subclasses.fake_tensor import (
 )
 
 from torchneuron.device.plan import CPU, DEVICE_TYPE, OpPlan, new_returns
+from torchneuron.lowering.refusals import refusal
 
 DATA_DEPENDENT_ERRORS = (DynamicOutputShapeException, DataDependentOutputException)
 # What fake tensors raise where they have no shape function for a call.
@@ -91,105 +91,17 @@ def _functional_form(op: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
     return functional if ours == theirs else None
 
 
-# Ops that write a Scalar ``value`` into ``self``'s dtype; the CPU kernel refuses a value
-# that overflows it ("value cannot be converted to type int8_t without overflow").
-_FILL_OPS = frozenset(
-    {
-        "aten::fill",
-        "aten::fill_",
-        "aten::masked_fill",
-        "aten::masked_fill_",
-        "aten::index_fill",
-        "aten::index_fill_",
-    }
-)
-
-
-def _check_fill_value(plan: OpPlan, fake_values: list) -> None:
-    if plan.op._schema.name not in _FILL_OPS or "value" not in plan.names:
-        return
-    target = fake_values[0]
-    value = fake_values[plan.names.index("value")]
-    if not isinstance(target, torch.Tensor) or isinstance(value, torch.Tensor):
-        return
-    if target.dtype.is_floating_point or target.dtype.is_complex or target.dtype == torch.bool:
-        return
-    info = torch.iinfo(target.dtype)
-    fits = not isinstance(value, complex) and (not isinstance(value, float) or math.isfinite(value))
-    if not (fits and info.min <= int(value) <= info.max):
-        raise MetaRejected(
-            f"value {value!r} cannot be converted to {target.dtype} without overflow"
-        )
-
-
-_BOOL_REFUSED = frozenset({"aten::relu", "aten::relu_"})
-_BOOL_SCALAR_CLAMPS = frozenset(
-    {
-        "aten::clamp",
-        "aten::clamp_",
-        "aten::clamp_min",
-        "aten::clamp_min_",
-        "aten::clamp_max",
-        "aten::clamp_max_",
-    }
-)
-_INTEGER_POWERS = frozenset({"aten::pow", "aten::pow_"})
-_MOMENTS = frozenset({"aten::var", "aten::std", "aten::var_mean", "aten::std_mean"})
-
-
-def _check_bool_and_exponent(plan: OpPlan, fake_values: list) -> None:
-    """Refusals of PyTorch's CPU kernels that their shape functions do not make.
-
-    ``max()``/``min()`` of an empty tensor; ``argmax``/``argmin`` of a bool; ``std``/``var``
-    of an integer; ``relu`` of a bool ("Boolean inputs not supported"); a bool clamped by Python
-    scalars (no kernel: NotImplementedError); an integer raised to a Python integer
-    exponent its dtype cannot hold ("value cannot be converted ... without overflow").
-    """
-    name = plan.op._schema.name
-    self = fake_values[0] if fake_values else None
-    if not isinstance(self, torch.Tensor):
-        return
-    if self.dim() == 0 and "dim" in plan.names:
-        dim = fake_values[plan.names.index("dim")]
-        if type(dim) is int and dim not in (-1, 0):
-            # a 0-d tensor has dims -1 and 0 (sort's shape function lets dim=1 through)
-            raise MetaRejected(f"dim {dim} is out of range for a 0-d tensor")
-    if name in ("aten::max", "aten::min") and len(plan.names) == 1 and self.numel() == 0:
-        raise MetaRejected(f"{name}() of an empty tensor needs a dim")
-    if name in ("aten::argmax", "aten::argmin") and self.dtype == torch.bool:
-        raise MetaRejected(f"{name}() does not support bool input")
-    if name in _MOMENTS and not (self.dtype.is_floating_point or self.dtype.is_complex):
-        raise MetaRejected("std and var only support floating point and complex dtypes")
-    if name in _BOOL_REFUSED and self.dtype == torch.bool:
-        raise MetaRejected("relu of a bool tensor is not supported")
-    if name in _BOOL_SCALAR_CLAMPS and self.dtype == torch.bool:
-        bounds = [v for v in fake_values[1:3] if v is not None]
-        if bounds and all(isinstance(v, (bool, int, float)) for v in bounds):
-            raise MetaRejected("clamp of a bool tensor by Python scalars has no kernel")
-    if name in _INTEGER_POWERS and "exponent" in plan.names:
-        exponent = fake_values[plan.names.index("exponent")]
-        integral = not (self.dtype.is_floating_point or self.dtype.is_complex)
-        if integral and self.dtype != torch.bool and type(exponent) is int:
-            info = torch.iinfo(self.dtype)
-            if not info.min <= exponent <= info.max:
-                raise MetaRejected(f"exponent {exponent} does not fit {self.dtype}")
-
-
 def _check_inplace_result_type(plan: OpPlan, fake_values: list) -> None:
-    """Refuse an in-place pointwise op whose result type cannot be cast to ``self``'s.
+    """Refuse a call PyTorch's CPU kernel refuses (``lowering.refusals``), and an in-place
+    pointwise op whose result type cannot be cast to ``self``'s.
 
     The CPU kernel checks it (``tensor([1]).mul_(2.5)``: "result type Float can't be
     cast to the desired output type Long"; ``sub_`` of a bool), the shape function
     does not; a refused call goes to the CPU kernel, which raises PyTorch's error.
     """
-    if plan.op._schema.name in ("aten::sub", "aten::sub_", "aten::rsub") and any(
-        isinstance(v, bool) or (isinstance(v, torch.Tensor) and v.dtype == torch.bool)
-        for v in fake_values[:2]
-    ):
-        # sub_check of the CPU kernel: the shape function lets bool through
-        raise MetaRejected("subtraction with a bool tensor is not supported")
-    _check_fill_value(plan, fake_values)
-    _check_bool_and_exponent(plan, fake_values)
+    reason = refusal(plan.op, fake_values)
+    if reason is not None:
+        raise MetaRejected(reason)
     if plan.mutated != (0,) or torch.Tag.pointwise not in plan.op.tags:
         return
     functional = _functional_form(plan.op)

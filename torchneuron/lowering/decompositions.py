@@ -16,6 +16,8 @@ import torch
 from torch._decomp import get_decompositions
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table as _torch_mlir_table
 
+from .refusals import RefusedCallError, refusal
+
 aten = torch.ops.aten
 
 # Ops torch-mlir's StableHLO lowering lacks but PyTorch can decompose into ops
@@ -82,7 +84,7 @@ def decomposition_table() -> dict[torch._ops.OperatorBase, Callable]:
     table = dict(_torch_mlir_table())
     table.update(get_decompositions(EXTRA_DECOMPOSITIONS))
     for op, rule in lowering_rules().items():
-        table[op] = _rule_then(rule, table.get(op))
+        table[op] = _rule_then(op, rule, table.get(op))
     for op in FLOAT32_ACCUMULATION:
         table[op] = _in_float32(op, table.get(op))
     return table
@@ -120,16 +122,34 @@ def _in_float32(op, beneath: Callable | None) -> Callable:
     return upcast_or_beneath
 
 
-def _rule_then(rule: Callable, beneath: Callable | None) -> Callable:
-    """``rule``, handing the calls it declines (``NotImplemented``) to ``beneath``."""
-    if beneath is None:
-        return rule
+def _rule_then(op, rule: Callable, beneath: Callable | None) -> Callable:
+    """``rule``, handing the calls it declines (``NotImplemented``) to ``beneath``.
+
+    A call PyTorch's CPU kernel refuses (``refusals.refusal``) is refused before the
+    rule writes it out of the graph: the graph check after tracing never sees it.
+    """
 
     @functools.wraps(rule)
-    def rule_or_beneath(*args, **kwargs):
+    def refused_or_rule(*args, **kwargs):
+        values = _schema_values(op, args, kwargs)
+        reason = refusal(op, values) if values is not None else None
+        if reason is not None:
+            raise RefusedCallError(f"{op}: {reason} (PyTorch raises for this call)")
         result = rule(*args, **kwargs)
-        if result is NotImplemented:
+        if result is NotImplemented and beneath is not None:
             return beneath(*args, **kwargs)
         return result
 
-    return rule_or_beneath
+    return refused_or_rule
+
+
+def _schema_values(op, args: tuple, kwargs: dict) -> list | None:
+    values = list(args)
+    for argument in op._schema.arguments[len(args) :]:
+        if argument.name in kwargs:
+            values.append(kwargs[argument.name])
+        elif argument.has_default_value():
+            values.append(argument.default_value)
+        else:
+            return None
+    return values
