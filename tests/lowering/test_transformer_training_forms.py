@@ -90,3 +90,12 @@ def test_out_of_memory_in_torch_mlir_is_reported_as_such_not_as_an_op(monkeypatc
     with pytest.raises(LoweringError, match="out of memory") as caught:
         torch_to_stablehlo.lower_to_stablehlo(module)
     assert not isinstance(caught.value, UnsupportedOpError)
+
+
+def test_compiled_constant_moved_to_the_device_matches_pytorch():
+    # a sliding-window cache does torch.tensor(window).to(device): prims.device_put
+    def fn(y):
+        return torch.minimum(y, torch.tensor(5, dtype=torch.long).to(y.device)) * 2
+
+    y = torch.arange(10)
+    assert torch.equal(torch.compile(fn, backend="neuron")(y.to("neuron")).cpu(), fn(y))

@@ -171,3 +171,18 @@ def _slice_bounds(size: int, start: int | None, end: int | None) -> tuple[int, i
     start = min(max(start, 0), size)
     end = min(max(end, start), size)
     return start, end
+
+
+@normalizes(torch.ops.prims.device_put.default)
+def _device_put_as_copy(node: torch.fx.Node) -> None:
+    # x.to(device) of a tensor the graph made (a constant moved to the model's device)
+    # traces to prims.device_put, which torch-mlir imports as an opaque operator. Inside
+    # one compiled graph every tensor is on the device already: it is a copy.
+    source = node.args[0] if node.args else node.kwargs.get("a")
+    if not isinstance(source, torch.fx.Node):
+        return
+    graph = node.graph
+    with graph.inserting_before(node):
+        copy = graph.call_function(aten.clone.default, (source,))
+    copy.meta = dict(node.meta)
+    node.replace_all_uses_with(copy)

@@ -63,7 +63,7 @@ CRASHING_FORMS: dict[str, int | None] = {
 }
 
 _ILLEGAL_OP = re.compile(r"failed to legalize operation '([\w.]+)'")
-_OPAQUE_OP = re.compile(r'name = "(torch\.aten\.[\w.]+)"')
+_OPAQUE_OP = re.compile(r'name = "(torch\.(?:aten|prims)\.[\w.]+)"')
 _LEFTOVER_ATEN_OP = re.compile(r"\b(torch\.aten\.[\w.]+)\b")
 
 
