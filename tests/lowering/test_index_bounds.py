@@ -7,6 +7,8 @@ tensor shape, so a bad and a good index reuse one compiled program.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -220,3 +222,31 @@ def test_graph_without_indexing_has_no_checks_field():
 
 def test_error_kinds_agree_across_layers():
     assert set(checks.ERROR_KINDS) == set(CHECK_ERROR_KINDS) == set(CHECK_ERRORS)
+
+
+def test_gathering_from_a_zero_size_dim_raises_instead_of_aborting(tmp_path):
+    # torch-mlir aborted the process (SIGABRT) on a gather from a zero-size dim: run the
+    # case in a fresh interpreter so a crash fails this test only.
+    import subprocess
+    import sys
+
+    code = (
+        "import torch, torchneuron\n"
+        "a = torch.zeros(2, 0)\n"
+        "b = torch.tensor([[-1], [3]])\n"
+        "for fn in (lambda a, b: torch.gather(a, 1, b),\n"
+        "           lambda a, b: torch.index_select(a, 1, b.flatten().abs())):\n"
+        "    try:\n"
+        "        torch.compile(fn, backend='neuron')(a, b)\n"
+        "    except RuntimeError as error:\n"
+        "        print(type(error).__name__)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TORCHNEURON_CACHE_DIR": str(tmp_path)},
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["NeuronCheckError", "NeuronIndexError"]

@@ -10,13 +10,7 @@ from __future__ import annotations
 from .runner import OpResult
 
 # op name -> (issue family, what is still wrong)
-EXPECTED_FAILURES: dict[str, tuple[str, str]] = {
-    "sort": (
-        "dims out of range",
-        "compile mode: sort of a 0-d tensor with dim=1 returns a value where PyTorch raises "
-        "IndexError (the shape function accepts it; eager mode refuses it)",
-    ),
-}
+EXPECTED_FAILURES: dict[str, tuple[str, str]] = {}
 
 
 def problems(results: list[OpResult], expected=None) -> list[str]:

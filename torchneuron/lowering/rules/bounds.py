@@ -116,6 +116,11 @@ def index_select(self, dim, index):
     if is_reissued(aten.index_select.default):
         return NotImplemented
     require_in_range(index, 0, _size(self, dim), INDEX_ERROR, "index out of range in self")
+    if self.dim() and self.shape[dim] == 0:
+        # every index fails the check (see gather): no gather from a zero-size dim
+        shape = list(self.shape)
+        shape[dim] = index.numel()
+        return self.new_zeros(shape)
     # a 0-d source or index -> the 1-d form (torch-mlir's lowering assumes both have dims)
     if self.dim() == 0:
         if index.numel() != 1:
@@ -133,6 +138,8 @@ def take(self, index):
     count = self.numel()
     message = f"out of range: tried to access an index out of range on a tensor of {count} elements"
     require_in_range(index, -count, count, INDEX_ERROR, message)
+    if count == 0:
+        return self.new_zeros(index.shape)  # every index fails the check (see gather)
     flat = self.reshape(-1)
     positions = index.reshape(-1)
     positions = torch.where(positions < 0, positions + count, positions)
@@ -146,6 +153,8 @@ def put(self, index, source, accumulate=False):
     count = self.numel()
     message = f"out of range: tried to access an index out of range on a tensor of {count} elements"
     require_in_range(index, -count, count, INDEX_ERROR, message)
+    if count == 0:
+        return self.new_zeros(index.shape)  # every index fails the check (see gather)
     flat = self.reshape(-1)
     positions = index.reshape(-1)
     positions = torch.where(positions < 0, positions + count, positions)
@@ -180,6 +189,10 @@ def gather(self, dim, index, *, sparse_grad=False):
         return NotImplemented
     size = _size(self, dim)
     require_in_range(index, 0, size, RUNTIME_ERROR, _out_of_bounds(self, dim, size))
+    if size == 0:
+        # no index is valid, so the check fails whenever there is one; torch-mlir aborts
+        # the process on a gather from a zero-size dim, so none is built
+        return self.new_zeros(index.shape)
     with reissuing(aten.gather.default), unchecked():
         return aten.gather.default(self, dim, index, sparse_grad=sparse_grad)
 
