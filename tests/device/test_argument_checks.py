@@ -157,3 +157,23 @@ def test_compiled_call_pytorch_refuses_is_refused_not_computed(case):
     refused_by_us = any(isinstance(e, RefusedCallError) for e in chain)
     refused_by_pytorch = not isinstance(raised.value, torch._dynamo.exc.BackendCompilerFailed)
     assert refused_by_us or refused_by_pytorch, chain
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.int32])
+def test_an_int_scalar_too_wide_for_the_tensor_is_cast_like_pytorch_or_refused(dtype, monkeypatch):
+    # PyTorch casts the scalar to the tensor's dtype first (wrapping): remainder(1, 2**53 + 1)
+    # of an int32 is 0. Eager mode either gives that value or refuses (fallback forbidden).
+    from torchneuron.device.fallback import NeuronFallbackError
+
+    a = torch.tensor([1, 100], dtype=dtype)
+    for fn in (lambda t: torch.remainder(t, 2**53 + 1), lambda t: t + 300):
+        expected = fn(a)
+        try:
+            got = fn(a.to("neuron")).cpu()
+        except NeuronFallbackError:
+            continue
+        assert got.dtype == expected.dtype
+        assert torch.equal(got, expected)
+    monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "0")
+    got = torch.remainder(a.to("neuron"), 2**53 + 1).cpu()  # (warns once per process)
+    assert torch.equal(got, torch.remainder(a, 2**53 + 1))

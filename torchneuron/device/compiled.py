@@ -109,9 +109,14 @@ def run_compiled(
     inputs = _C.host_arrays(tensors)
     if scalars:
         for value, dtype in zip(scalars, entry.scalar_dtypes):
-            if dtype.kind in "iub" and not _fits(value, dtype):
-                # fill_(nan) into int64, masked_fill(300) into int8: the CPU kernel
-                # raises PyTorch's error (a plain cast here would wrap or saturate).
+            like = tensors[0].dtype if tensors else None
+            if (dtype.kind in "iub" and not _fits(value, dtype)) or (
+                type(value) is int and like is not None and not _fits_tensor(value, like)
+            ):
+                # fill_(nan) into int64, masked_fill(300) into int8: the CPU kernel raises
+                # PyTorch's error (a plain cast here would wrap or saturate); an int too
+                # wide for the integer tensor it meets is cast to that tensor's dtype by
+                # PyTorch first (remainder(int32 1, 2**53 + 1) is 0), not by the program.
                 result = run_on_host(plan, values, tensors, device)
                 fallback.record_fallback(plan.name, f"the scalar {value!r} does not fit {dtype}")
                 return result
@@ -178,6 +183,14 @@ def _fits(value: Any, dtype: np.dtype) -> bool:
         return False
     info = np.iinfo(dtype)
     return info.min <= int(value) <= info.max
+
+
+def _fits_tensor(value: int, dtype: torch.dtype) -> bool:
+    """Whether an int meets an integer tensor of ``dtype`` without being cast (floats: yes)."""
+    if dtype.is_floating_point or dtype.is_complex or dtype == torch.bool:
+        return True
+    info = torch.iinfo(dtype)
+    return info.min <= value <= info.max
 
 
 def _assemble(plan: OpPlan, values: list, entry: Entry, outputs: list, device: int) -> Any:

@@ -188,7 +188,13 @@ def _numbers_as_tensors(plan: OpPlan, values: list) -> list:
             if converted is None:
                 converted = list(values)
                 like = next((v for v in values if isinstance(v, torch.Tensor)), None)
-            converted[position] = torch.tensor(value, dtype=_wrapped_dtype(value, like))
+            dtype = _wrapped_dtype(value, like)
+            if isinstance(value, int) and not dtype.is_floating_point and dtype != torch.bool:
+                bits = torch.iinfo(dtype).bits  # PyTorch casts the scalar, wrapping it
+                value = (value + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
+                if dtype == torch.uint8:
+                    value %= 256
+            converted[position] = torch.tensor(value, dtype=dtype)
     return values if converted is None else converted
 
 
