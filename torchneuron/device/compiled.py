@@ -109,14 +109,17 @@ def run_compiled(
     inputs = _C.host_arrays(tensors)
     if scalars:
         for value, dtype in zip(scalars, entry.scalar_dtypes):
-            like = tensors[0].dtype if tensors else None
-            if (dtype.kind in "iub" and not _fits(value, dtype)) or (
-                type(value) is int and like is not None and not _fits_tensor(value, like)
-            ):
-                # fill_(nan) into int64, masked_fill(300) into int8: the CPU kernel raises
-                # PyTorch's error (a plain cast here would wrap or saturate); an int too
-                # wide for the integer tensor it meets is cast to that tensor's dtype by
-                # PyTorch first (remainder(int32 1, 2**53 + 1) is 0), not by the program.
+            if type(value) is int and tensors and not _fits_tensor(value, tensors[0].dtype):
+                if plan.op._schema.name in _VALUE_WRITES:  # PyTorch refuses the overflow
+                    result = run_on_host(plan, values, tensors, device)
+                    fallback.record_fallback(plan.name, f"the scalar {value!r} overflows")
+                    return result
+                # PyTorch casts a number to the integer tensor's dtype first, wrapping it:
+                # remainder(int32 1, 2**53 + 1) is 1 % 1
+                value = _wrapped(value, tensors[0].dtype)
+            if dtype.kind in "iub" and not _fits(value, dtype):
+                # fill_(nan) into int64: the CPU kernel raises PyTorch's error (a plain
+                # cast here would wrap or saturate)
                 result = run_on_host(plan, values, tensors, device)
                 fallback.record_fallback(plan.name, f"the scalar {value!r} does not fit {dtype}")
                 return result
@@ -183,6 +186,29 @@ def _fits(value: Any, dtype: np.dtype) -> bool:
         return False
     info = np.iinfo(dtype)
     return info.min <= int(value) <= info.max
+
+
+# Ops that write a number into the tensor: an overflowing one is refused, not wrapped.
+_VALUE_WRITES = frozenset(
+    {
+        "aten::fill",
+        "aten::fill_",
+        "aten::masked_fill",
+        "aten::masked_fill_",
+        "aten::index_fill",
+        "aten::index_fill_",
+        "aten::full",
+        "aten::full_like",
+        "aten::new_full",
+    }
+)
+
+
+def _wrapped(value: int, dtype: torch.dtype) -> int:
+    """``value`` cast to the integer ``dtype`` as C++ casts it (modulo 2**bits)."""
+    info = torch.iinfo(dtype)
+    span = info.max - info.min + 1
+    return (value - info.min) % span + info.min
 
 
 def _fits_tensor(value: int, dtype: torch.dtype) -> bool:

@@ -38,7 +38,6 @@ from torch._subclasses.fake_tensor import (
 )
 
 from torchneuron.device.plan import CPU, DEVICE_TYPE, OpPlan, new_returns
-from torchneuron.lowering.refusals import refusal
 
 DATA_DEPENDENT_ERRORS = (DynamicOutputShapeException, DataDependentOutputException)
 # What fake tensors raise where they have no shape function for a call.
@@ -99,6 +98,8 @@ def _check_inplace_result_type(plan: OpPlan, fake_values: list) -> None:
     cast to the desired output type Long"; ``sub_`` of a bool), the shape function
     does not; a refused call goes to the CPU kernel, which raises PyTorch's error.
     """
+    from torchneuron.lowering.refusals import refusal  # (the lowering loads torch-mlir)
+
     reason = refusal(plan.op, fake_values)
     if reason is not None:
         raise MetaRejected(reason)

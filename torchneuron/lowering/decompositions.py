@@ -16,7 +16,7 @@ import torch
 from torch._decomp import get_decompositions
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table as _torch_mlir_table
 
-from .refusals import RefusedCallError, refusal
+from .refusals import refusal, refused
 
 aten = torch.ops.aten
 
@@ -134,7 +134,7 @@ def _rule_then(op, rule: Callable, beneath: Callable | None) -> Callable:
         values = _schema_values(op, args, kwargs)
         reason = refusal(op, values) if values is not None else None
         if reason is not None:
-            raise RefusedCallError(f"{op}: {reason} (PyTorch raises for this call)")
+            raise refused(op, reason)
         result = rule(*args, **kwargs)
         if result is NotImplemented and beneath is not None:
             return beneath(*args, **kwargs)

@@ -23,6 +23,25 @@ class RefusedCallError(LoweringError):
     """A graph holds a call PyTorch refuses (``refusal`` says why)."""
 
 
+class NoKernelError(RefusedCallError, NotImplementedError):
+    """A graph holds a call PyTorch's CPU has no kernel for (it raises NotImplementedError)."""
+
+
+class Refusal(str):
+    """Why a call is refused; ``error`` is the exception class compile mode raises."""
+
+    error: type[RefusedCallError] = RefusedCallError
+
+
+class NoKernel(Refusal):
+    error = NoKernelError
+
+
+def refused(op, reason: Refusal) -> RefusedCallError:
+    """The exception for ``op`` refused for ``reason``."""
+    return reason.error(f"{op}: {reason} (PyTorch raises for this call)")
+
+
 # Ops that write a Scalar ``value`` into ``self``'s dtype; the CPU kernel refuses a value
 # that overflows it ("value cannot be converted to type int8_t without overflow").
 _FILL_OPS = frozenset(
@@ -51,7 +70,14 @@ _INTEGER_POWERS = frozenset({"aten::pow", "aten::pow_"})
 _MOMENTS = frozenset({"aten::var", "aten::std", "aten::var_mean", "aten::std_mean"})
 
 
-def refusal(op: torch._ops.OpOverload, values: list) -> str | None:
+def refusal(op: torch._ops.OpOverload, values: list) -> Refusal | None:
+    reason = _reason(op, values)
+    if reason is None or isinstance(reason, Refusal):
+        return reason
+    return Refusal(reason)
+
+
+def _reason(op: torch._ops.OpOverload, values: list) -> str | None:
     """Why PyTorch's CPU kernel refuses ``op(*values)`` when its shape function does not."""
     name = op._schema.name
     names = [argument.name for argument in op._schema.arguments]
@@ -76,7 +102,7 @@ def refusal(op: torch._ops.OpOverload, values: list) -> str | None:
     if name in _BOOL_SCALAR_CLAMPS and self.dtype == torch.bool:
         bounds = [v for v in values[1:3] if v is not None]
         if bounds and all(isinstance(v, (bool, int, float)) for v in bounds):
-            return "clamp of a bool tensor by Python scalars has no kernel"
+            return NoKernel("clamp of a bool tensor by Python scalars has no kernel")
     if name in _INTEGER_POWERS and "exponent" in names:
         exponent = values[names.index("exponent")]
         if _integral(self) and type(exponent) is int and not _fits(exponent, self.dtype):
@@ -114,7 +140,7 @@ def refuse_graph_calls(graph: torch.fx.Graph) -> None:
         values = _schema_values(node)
         reason = refusal(node.target, values) if values is not None else None
         if reason is not None:
-            raise RefusedCallError(f"{node.target}: {reason} (PyTorch raises for this call)")
+            raise refused(node.target, reason)
 
 
 def _schema_values(node: torch.fx.Node) -> list | None:
