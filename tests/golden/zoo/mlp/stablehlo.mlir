@@ -1,6 +1,6 @@
 module {
   func.func @main(%arg0: tensor<64x32xf32> {neuron.weight = "p_fc1_weight"}, %arg1: tensor<64xf32> {neuron.weight = "p_fc1_bias"}, %arg2: tensor<64x64xf32> {neuron.weight = "p_fc2_weight"}, %arg3: tensor<64xf32> {neuron.weight = "p_fc2_bias"}, %arg4: tensor<10x64xf32> {neuron.weight = "p_head_weight"}, %arg5: tensor<10xf32> {neuron.weight = "p_head_bias"}, %arg6: tensor<8x32xf32> {neuron.input = "x"}) -> tensor<8x10xf32> {
-    %cst = stablehlo.constant dense<0.000000e+00> : tensor<8x64xf32>
+    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
     %cst_0 = stablehlo.constant dense<1.000000e+00> : tensor<8x64xf32>
     %cst_1 = stablehlo.constant dense<2.000000e+00> : tensor<8x64xf32>
     %cst_2 = stablehlo.constant dense<5.000000e-01> : tensor<8x64xf32>
@@ -30,51 +30,56 @@ module {
     %7 = stablehlo.multiply %arg1, %6 : tensor<64xf32>
     %8 = stablehlo.broadcast_in_dim %7, dims = [1] : (tensor<64xf32>) -> tensor<8x64xf32>
     %9 = stablehlo.add %5, %8 : tensor<8x64xf32>
-    %10 = stablehlo.maximum %9, %cst : tensor<8x64xf32>
-    %11 = stablehlo.transpose %arg2, dims = [1, 0] : (tensor<64x64xf32>) -> tensor<64x64xf32>
-    %12 = stablehlo.dot_general %10, %11, contracting_dims = [1] x [0] : (tensor<8x64xf32>, tensor<64x64xf32>) -> tensor<8x64xf32>
-    %13 = stablehlo.multiply %12, %4 : tensor<8x64xf32>
-    %14 = stablehlo.multiply %arg3, %6 : tensor<64xf32>
-    %15 = stablehlo.broadcast_in_dim %14, dims = [1] : (tensor<64xf32>) -> tensor<8x64xf32>
-    %16 = stablehlo.add %13, %15 : tensor<8x64xf32>
-    %17 = stablehlo.multiply %16, %cst_2 : tensor<8x64xf32>
-    %18 = stablehlo.rsqrt %cst_1 : tensor<8x64xf32>
-    %19 = stablehlo.multiply %16, %18 : tensor<8x64xf32>
-    %20 = stablehlo.clamp %cst_3, %19, %cst_4 : tensor<8x64xf32>
-    %21 = stablehlo.multiply %20, %20 : tensor<8x64xf32>
-    %22 = stablehlo.multiply %cst_5, %21 : tensor<8x64xf32>
-    %23 = stablehlo.add %22, %cst_6 : tensor<8x64xf32>
-    %24 = stablehlo.multiply %23, %21 : tensor<8x64xf32>
-    %25 = stablehlo.add %24, %cst_7 : tensor<8x64xf32>
-    %26 = stablehlo.multiply %25, %21 : tensor<8x64xf32>
-    %27 = stablehlo.add %26, %cst_8 : tensor<8x64xf32>
-    %28 = stablehlo.multiply %27, %21 : tensor<8x64xf32>
-    %29 = stablehlo.add %28, %cst_9 : tensor<8x64xf32>
-    %30 = stablehlo.multiply %29, %21 : tensor<8x64xf32>
-    %31 = stablehlo.add %30, %cst_10 : tensor<8x64xf32>
-    %32 = stablehlo.multiply %31, %21 : tensor<8x64xf32>
-    %33 = stablehlo.add %32, %cst_11 : tensor<8x64xf32>
-    %34 = stablehlo.multiply %cst_12, %21 : tensor<8x64xf32>
-    %35 = stablehlo.add %34, %cst_13 : tensor<8x64xf32>
-    %36 = stablehlo.multiply %35, %21 : tensor<8x64xf32>
-    %37 = stablehlo.add %36, %cst_14 : tensor<8x64xf32>
-    %38 = stablehlo.multiply %37, %21 : tensor<8x64xf32>
-    %39 = stablehlo.add %38, %cst_15 : tensor<8x64xf32>
-    %40 = stablehlo.multiply %39, %21 : tensor<8x64xf32>
-    %41 = stablehlo.add %40, %cst_16 : tensor<8x64xf32>
-    %42 = stablehlo.multiply %20, %33 : tensor<8x64xf32>
-    %43 = stablehlo.divide %42, %41 : tensor<8x64xf32>
-    %44 = stablehlo.clamp %cst_17, %43, %cst_0 : tensor<8x64xf32>
-    %45 = stablehlo.add %44, %cst_0 : tensor<8x64xf32>
-    %46 = stablehlo.multiply %45, %17 : tensor<8x64xf32>
-    %47 = stablehlo.transpose %arg4, dims = [1, 0] : (tensor<10x64xf32>) -> tensor<64x10xf32>
-    %48 = stablehlo.dot_general %46, %47, contracting_dims = [1] x [0] : (tensor<8x64xf32>, tensor<64x10xf32>) -> tensor<8x10xf32>
-    %49 = stablehlo.broadcast_in_dim %3, dims = [] : (tensor<f32>) -> tensor<8x10xf32>
-    %50 = stablehlo.multiply %48, %49 : tensor<8x10xf32>
-    %51 = stablehlo.broadcast_in_dim %3, dims = [] : (tensor<f32>) -> tensor<10xf32>
-    %52 = stablehlo.multiply %arg5, %51 : tensor<10xf32>
-    %53 = stablehlo.broadcast_in_dim %52, dims = [1] : (tensor<10xf32>) -> tensor<8x10xf32>
-    %54 = stablehlo.add %50, %53 : tensor<8x10xf32>
-    return %54 : tensor<8x10xf32>
+    %10 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<8x64xf32>
+    %11 = stablehlo.compare LT, %9, %10, FLOAT : (tensor<8x64xf32>, tensor<8x64xf32>) -> tensor<8x64xi1>
+    %12 = stablehlo.broadcast_in_dim %11, dims = [0, 1] : (tensor<8x64xi1>) -> tensor<8x64xi1>
+    %13 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<8x64xf32>
+    %14 = stablehlo.broadcast_in_dim %9, dims = [0, 1] : (tensor<8x64xf32>) -> tensor<8x64xf32>
+    %15 = stablehlo.select %12, %13, %14 : tensor<8x64xi1>, tensor<8x64xf32>
+    %16 = stablehlo.transpose %arg2, dims = [1, 0] : (tensor<64x64xf32>) -> tensor<64x64xf32>
+    %17 = stablehlo.dot_general %15, %16, contracting_dims = [1] x [0] : (tensor<8x64xf32>, tensor<64x64xf32>) -> tensor<8x64xf32>
+    %18 = stablehlo.multiply %17, %4 : tensor<8x64xf32>
+    %19 = stablehlo.multiply %arg3, %6 : tensor<64xf32>
+    %20 = stablehlo.broadcast_in_dim %19, dims = [1] : (tensor<64xf32>) -> tensor<8x64xf32>
+    %21 = stablehlo.add %18, %20 : tensor<8x64xf32>
+    %22 = stablehlo.multiply %21, %cst_2 : tensor<8x64xf32>
+    %23 = stablehlo.rsqrt %cst_1 : tensor<8x64xf32>
+    %24 = stablehlo.multiply %21, %23 : tensor<8x64xf32>
+    %25 = stablehlo.clamp %cst_3, %24, %cst_4 : tensor<8x64xf32>
+    %26 = stablehlo.multiply %25, %25 : tensor<8x64xf32>
+    %27 = stablehlo.multiply %cst_5, %26 : tensor<8x64xf32>
+    %28 = stablehlo.add %27, %cst_6 : tensor<8x64xf32>
+    %29 = stablehlo.multiply %28, %26 : tensor<8x64xf32>
+    %30 = stablehlo.add %29, %cst_7 : tensor<8x64xf32>
+    %31 = stablehlo.multiply %30, %26 : tensor<8x64xf32>
+    %32 = stablehlo.add %31, %cst_8 : tensor<8x64xf32>
+    %33 = stablehlo.multiply %32, %26 : tensor<8x64xf32>
+    %34 = stablehlo.add %33, %cst_9 : tensor<8x64xf32>
+    %35 = stablehlo.multiply %34, %26 : tensor<8x64xf32>
+    %36 = stablehlo.add %35, %cst_10 : tensor<8x64xf32>
+    %37 = stablehlo.multiply %36, %26 : tensor<8x64xf32>
+    %38 = stablehlo.add %37, %cst_11 : tensor<8x64xf32>
+    %39 = stablehlo.multiply %cst_12, %26 : tensor<8x64xf32>
+    %40 = stablehlo.add %39, %cst_13 : tensor<8x64xf32>
+    %41 = stablehlo.multiply %40, %26 : tensor<8x64xf32>
+    %42 = stablehlo.add %41, %cst_14 : tensor<8x64xf32>
+    %43 = stablehlo.multiply %42, %26 : tensor<8x64xf32>
+    %44 = stablehlo.add %43, %cst_15 : tensor<8x64xf32>
+    %45 = stablehlo.multiply %44, %26 : tensor<8x64xf32>
+    %46 = stablehlo.add %45, %cst_16 : tensor<8x64xf32>
+    %47 = stablehlo.multiply %25, %38 : tensor<8x64xf32>
+    %48 = stablehlo.divide %47, %46 : tensor<8x64xf32>
+    %49 = stablehlo.clamp %cst_17, %48, %cst_0 : tensor<8x64xf32>
+    %50 = stablehlo.add %49, %cst_0 : tensor<8x64xf32>
+    %51 = stablehlo.multiply %50, %22 : tensor<8x64xf32>
+    %52 = stablehlo.transpose %arg4, dims = [1, 0] : (tensor<10x64xf32>) -> tensor<64x10xf32>
+    %53 = stablehlo.dot_general %51, %52, contracting_dims = [1] x [0] : (tensor<8x64xf32>, tensor<64x10xf32>) -> tensor<8x10xf32>
+    %54 = stablehlo.broadcast_in_dim %3, dims = [] : (tensor<f32>) -> tensor<8x10xf32>
+    %55 = stablehlo.multiply %53, %54 : tensor<8x10xf32>
+    %56 = stablehlo.broadcast_in_dim %3, dims = [] : (tensor<f32>) -> tensor<10xf32>
+    %57 = stablehlo.multiply %arg5, %56 : tensor<10xf32>
+    %58 = stablehlo.broadcast_in_dim %57, dims = [1] : (tensor<10xf32>) -> tensor<8x10xf32>
+    %59 = stablehlo.add %55, %58 : tensor<8x10xf32>
+    return %59 : tensor<8x10xf32>
   }
 }
