@@ -107,6 +107,24 @@ def _float_scalar_for_float_tensor(node: torch.fx.Node) -> None:
         node.args = (node.args[0], float(other), *node.args[2:])
 
 
+@normalizes(
+    aten.add.Tensor,
+    aten.sub.Tensor,
+    aten.mul.Tensor,
+    aten.div.Tensor,
+    aten.add.Scalar,
+    aten.sub.Scalar,
+    aten.mul.Scalar,
+    aten.div.Scalar,
+    aten.rsub.Scalar,
+)
+def _float_operand_for_float_tensor(node: torch.fx.Node) -> None:
+    # A negative int operand of a float tensor's arithmetic means its float value, but
+    # torch-mlir folds a constant tensor times it as an unsigned 64-bit number:
+    # full_like(x, 1) * -3 became 1.8446744e19. The float spelling folds correctly.
+    _float_scalar_for_float_tensor(node)
+
+
 @normalizes(aten.scalar_tensor.default)
 def _scalar_tensor_of_a_tensor_element(node: torch.fx.Node) -> None:
     # scalar_tensor(_local_scalar_dense(t), dtype) -> t converted to dtype: the value never

@@ -6,13 +6,16 @@ splat ``stablehlo.constant`` operands, which fold-constants produces from
 op's uses read an equal value of the same type; ops left unused are erased
 when they have no side effects (a dce run is not needed afterwards).
 
-``x + 0.0 -> x`` turns ``-0.0 + 0.0 = +0.0`` into ``-0.0``; like XLA's
-algebraic simplifier we accept that (the values compare equal).
+Floating zeros are exact identities only with the right sign: ``x + (-0.0)`` and
+``x - (+0.0)`` are ``x`` for every ``x``, but ``-0.0 + 0.0`` is ``+0.0``, so
+``add(x, +0.0)`` (and ``subtract(x, -0.0)``) is kept: a result must keep PyTorch's
+sign of zero.
 
 Rewrites:
 
 - ``multiply(x, 1) -> x``, ``multiply(1, x) -> x``
-- ``add(x, 0) -> x``, ``add(0, x) -> x``, ``subtract(x, 0) -> x``
+- ``add(x, 0) -> x``, ``add(0, x) -> x``, ``subtract(x, 0) -> x`` (integers; floats
+  only for ``add(x, -0.0)`` and ``subtract(x, +0.0)``)
 - ``divide(x, 1) -> x``
 - ``and(x, true) -> x``, ``or(x, false) -> x`` (i1)
 - ``transpose(x, identity) -> x``
@@ -46,8 +49,11 @@ from torchneuron.passes.ir_utils import (
 from torchneuron.passes.registry import Pass, register_pass
 
 
-def _splat_equals(value: ir.Value, expected: float | bool) -> bool:
-    """True when ``value`` is a splat constant whose every element equals ``expected``."""
+def _splat_equals(
+    value: ir.Value, expected: float | bool, negative_zero: bool | None = None
+) -> bool:
+    """True when ``value`` is a splat constant whose every element equals ``expected``
+    (a floating zero also of the sign ``negative_zero`` asks for, when given)."""
     attr = constant_attr(value)
     if attr is None or not is_splat(attr):
         return False
@@ -55,6 +61,9 @@ def _splat_equals(value: ir.Value, expected: float | bool) -> bool:
         scalar = splat_scalar(attr)
     except UnsupportedConstantError:
         return False
+    if negative_zero is not None and np.issubdtype(scalar.dtype, np.floating):
+        if bool(np.signbit(scalar.astype(np.float64))) != negative_zero:
+            return False
     return (
         bool(scalar.astype(np.float64) == expected)
         if scalar.dtype != np.bool_
@@ -63,14 +72,18 @@ def _splat_equals(value: ir.Value, expected: float | bool) -> bool:
 
 
 def _identity_operand(
-    op: ir.Operation, identity: float | bool, *, commutative: bool
+    op: ir.Operation,
+    identity: float | bool,
+    *,
+    commutative: bool,
+    negative_zero: bool | None = None,
 ) -> ir.Value | None:
     """The operand ``x`` of ``op(x, identity)`` (or ``op(identity, x)``) with the result's type."""
     lhs, rhs = op.operands
     result_type = op.results[0].type
-    if lhs.type == result_type and _splat_equals(rhs, identity):
+    if lhs.type == result_type and _splat_equals(rhs, identity, negative_zero):
         return lhs
-    if commutative and rhs.type == result_type and _splat_equals(lhs, identity):
+    if commutative and rhs.type == result_type and _splat_equals(lhs, identity, negative_zero):
         return rhs
     return None
 
@@ -146,11 +159,13 @@ class AlgebraicSimplify(Pass):
 
     # add(x, 0) -> x
     def add(self, op: ir.Operation, ctx: PassContext) -> ir.Value | None:
-        return self.fire(ctx, "add-zero", _identity_operand(op, 0, commutative=True))
+        zero = _identity_operand(op, 0, commutative=True, negative_zero=True)
+        return self.fire(ctx, "add-zero", zero)
 
     # subtract(x, 0) -> x
     def subtract(self, op: ir.Operation, ctx: PassContext) -> ir.Value | None:
-        return self.fire(ctx, "sub-zero", _identity_operand(op, 0, commutative=False))
+        zero = _identity_operand(op, 0, commutative=False, negative_zero=False)
+        return self.fire(ctx, "sub-zero", zero)
 
     # divide(x, 1) -> x
     def divide(self, op: ir.Operation, ctx: PassContext) -> ir.Value | None:

@@ -1,6 +1,6 @@
 // RUN: algebraic-simplify
 
-// x * 1 -> x, 1 * x -> x, x + 0 -> x, x - 0 -> x, x / 1 -> x; the constants go too.
+// x * 1 -> x, 1 * x -> x, -0.0 + x -> x, x - 0 -> x, x / 1 -> x; the constants go too.
 // CHECK-LABEL: func.func @identities
 // CHECK-NOT: stablehlo.multiply
 // CHECK-NOT: stablehlo.add
@@ -11,14 +11,29 @@
 func.func @identities(%arg0: tensor<4xf32>, %arg1: tensor<4xi32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xi32>) {
   %one = stablehlo.constant dense<1.0> : tensor<4xf32>
   %zero = stablehlo.constant dense<0.0> : tensor<4xf32>
+  %negzero = stablehlo.constant dense<-0.0> : tensor<4xf32>
   %izero = stablehlo.constant dense<0> : tensor<4xi32>
   %0 = stablehlo.multiply %arg0, %one : tensor<4xf32>
   %1 = stablehlo.multiply %one, %arg0 : tensor<4xf32>
-  %2 = stablehlo.add %zero, %arg0 : tensor<4xf32>
+  %2 = stablehlo.add %negzero, %arg0 : tensor<4xf32>
   %3 = stablehlo.subtract %arg0, %zero : tensor<4xf32>
   %4 = stablehlo.divide %arg0, %one : tensor<4xf32>
   %5 = stablehlo.add %arg1, %izero : tensor<4xi32>
   return %0, %1, %2, %3, %4, %5 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xi32>
+}
+
+// -----
+
+// Signed zeros: -0.0 + (+0.0) is +0.0 and x - (-0.0) is x + 0.0, so neither is x.
+// CHECK-LABEL: func.func @signed_zeros
+// CHECK: stablehlo.add
+// CHECK: stablehlo.subtract
+func.func @signed_zeros(%arg0: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %zero = stablehlo.constant dense<0.0> : tensor<4xf32>
+  %negzero = stablehlo.constant dense<-0.0> : tensor<4xf32>
+  %0 = stablehlo.add %arg0, %zero : tensor<4xf32>
+  %1 = stablehlo.subtract %arg0, %negzero : tensor<4xf32>
+  return %0, %1 : tensor<4xf32>, tensor<4xf32>
 }
 
 // -----

@@ -5,7 +5,7 @@ module {
     %cst_1 = stablehlo.constant dense<0xFF800000> : tensor<f32>
     %cst_2 = stablehlo.constant dense<1.000000e+00> : tensor<16xf32>
     %cst_3 = arith.constant dense<1.000000e-05> : tensor<1xf64>
-    %cst_4 = arith.constant dense<1> : tensor<1xi64>
+    %cst_4 = arith.constant dense<1.000000e+00> : tensor<1xf64>
     %cst_5 = arith.constant dense<64> : tensor<1xi64>
     %0 = stablehlo.convolution(%arg16, %arg0) dim_numbers = [b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1], window = {stride = [1, 1], pad = [[1, 1], [1, 1]], rhs_dilate = [1, 1]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<4x3x16x16xf32>, tensor<8x3x3x3xf32>) -> tensor<4x8x16x16xf32>
     %1 = stablehlo.reshape %arg1 : (tensor<8xf32>) -> tensor<8x1x1xf32>
@@ -17,7 +17,7 @@ module {
     %7 = stablehlo.add %arg11, %6 : tensor<8xf32>
     %8 = stablehlo.sqrt %7 : tensor<8xf32>
     %9 = stablehlo.divide %cst_0, %8 : tensor<8xf32>
-    %10 = stablehlo.convert %cst_4 : (tensor<1xi64>) -> tensor<1xf32>
+    %10 = stablehlo.convert %cst_4 : (tensor<1xf64>) -> tensor<1xf32>
     %11 = stablehlo.reshape %10 : (tensor<1xf32>) -> tensor<f32>
     %12 = stablehlo.broadcast_in_dim %11, dims = [] : (tensor<f32>) -> tensor<8xf32>
     %13 = stablehlo.multiply %9, %12 : tensor<8xf32>

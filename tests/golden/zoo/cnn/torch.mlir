@@ -9,6 +9,7 @@ module {
     %int2 = torch.constant.int 2
     %none = torch.constant.none
     %int-1 = torch.constant.int -1
+    %float1.000000e00 = torch.constant.float 1.000000e+00
     %float1.000000e-05 = torch.constant.float 1.000000e-05
     %int0 = torch.constant.int 0
     %false = torch.constant.bool false
@@ -21,7 +22,7 @@ module {
     %6 = torch.aten.add.Scalar %arg11, %float1.000000e-05, %int1 : !torch.vtensor<[8],f32>, !torch.float, !torch.int -> !torch.vtensor<[8],f32>
     %7 = torch.aten.sqrt %6 : !torch.vtensor<[8],f32> -> !torch.vtensor<[8],f32>
     %8 = torch.aten.reciprocal %7 : !torch.vtensor<[8],f32> -> !torch.vtensor<[8],f32>
-    %9 = torch.aten.mul.Scalar %8, %int1 : !torch.vtensor<[8],f32>, !torch.int -> !torch.vtensor<[8],f32>
+    %9 = torch.aten.mul.Scalar %8, %float1.000000e00 : !torch.vtensor<[8],f32>, !torch.float -> !torch.vtensor<[8],f32>
     %10 = torch.aten.unsqueeze %arg10, %int-1 : !torch.vtensor<[8],f32>, !torch.int -> !torch.vtensor<[8,1],f32>
     %11 = torch.aten.unsqueeze %10, %int-1 : !torch.vtensor<[8,1],f32>, !torch.int -> !torch.vtensor<[8,1,1],f32>
     %12 = torch.aten.unsqueeze %9, %int-1 : !torch.vtensor<[8],f32>, !torch.int -> !torch.vtensor<[8,1],f32>
@@ -49,7 +50,7 @@ module {
     %34 = torch.aten.add.Scalar %arg14, %float1.000000e-05, %int1 : !torch.vtensor<[16],f32>, !torch.float, !torch.int -> !torch.vtensor<[16],f32>
     %35 = torch.aten.sqrt %34 : !torch.vtensor<[16],f32> -> !torch.vtensor<[16],f32>
     %36 = torch.aten.reciprocal %35 : !torch.vtensor<[16],f32> -> !torch.vtensor<[16],f32>
-    %37 = torch.aten.mul.Scalar %36, %int1 : !torch.vtensor<[16],f32>, !torch.int -> !torch.vtensor<[16],f32>
+    %37 = torch.aten.mul.Scalar %36, %float1.000000e00 : !torch.vtensor<[16],f32>, !torch.float -> !torch.vtensor<[16],f32>
     %38 = torch.aten.unsqueeze %arg13, %int-1 : !torch.vtensor<[16],f32>, !torch.int -> !torch.vtensor<[16,1],f32>
     %39 = torch.aten.unsqueeze %38, %int-1 : !torch.vtensor<[16,1],f32>, !torch.int -> !torch.vtensor<[16,1,1],f32>
     %40 = torch.aten.unsqueeze %37, %int-1 : !torch.vtensor<[16],f32>, !torch.int -> !torch.vtensor<[16,1],f32>
@@ -72,8 +73,8 @@ module {
     %57 = torch.prim.ListConstruct %int1, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
     %58 = torch.aten.permute %arg8, %57 : !torch.vtensor<[10,16],f32>, !torch.list<int> -> !torch.vtensor<[16,10],f32>
     %59 = torch.aten.mm %56, %58 : !torch.vtensor<[4,16],f32>, !torch.vtensor<[16,10],f32> -> !torch.vtensor<[4,10],f32>
-    %60 = torch.aten.mul.Scalar %59, %int1 : !torch.vtensor<[4,10],f32>, !torch.int -> !torch.vtensor<[4,10],f32>
-    %61 = torch.aten.mul.Scalar %arg9, %int1 : !torch.vtensor<[10],f32>, !torch.int -> !torch.vtensor<[10],f32>
+    %60 = torch.aten.mul.Scalar %59, %float1.000000e00 : !torch.vtensor<[4,10],f32>, !torch.float -> !torch.vtensor<[4,10],f32>
+    %61 = torch.aten.mul.Scalar %arg9, %float1.000000e00 : !torch.vtensor<[10],f32>, !torch.float -> !torch.vtensor<[10],f32>
     %62 = torch.aten.add.Tensor %60, %61, %int1 : !torch.vtensor<[4,10],f32>, !torch.vtensor<[10],f32>, !torch.int -> !torch.vtensor<[4,10],f32>
     return %62 : !torch.vtensor<[4,10],f32>
   }

@@ -31,9 +31,9 @@ module {
     %cst_26 = stablehlo.constant dense<-0.00737332925> : tensor<2x32x256xf32>
     %cst_27 = stablehlo.constant dense<-0.0142647391> : tensor<2x32x256xf32>
     %cst_28 = stablehlo.constant dense<-1.000000e+00> : tensor<2x32x256xf32>
-    %cst_29 = arith.constant dense<1> : tensor<1xi64>
-    %cst_30 = arith.constant dense<64> : tensor<1xi64>
-    %cst_31 = arith.constant dense<1.000000e-05> : tensor<1xf64>
+    %cst_29 = arith.constant dense<6.400000e+01> : tensor<1xf64>
+    %cst_30 = arith.constant dense<1.000000e-05> : tensor<1xf64>
+    %cst_31 = arith.constant dense<1.000000e+00> : tensor<1xf64>
     %cst_32 = arith.constant dense<5.000000e-01> : tensor<1xf64>
     %cst_33 = arith.constant dense<0xFFF0000000000000> : tensor<1xf64>
     %c_34 = stablehlo.constant dense<1> : tensor<i64>
@@ -71,7 +71,7 @@ module {
     %30 = stablehlo.add %18, %29 : tensor<2x32x64xf32>
     %31 = stablehlo.reduce(%30 init: %cst_7) applies stablehlo.add across dimensions = [2] : (tensor<2x32x64xf32>, tensor<f32>) -> tensor<2x32xf32>
     %32 = stablehlo.reshape %31 : (tensor<2x32xf32>) -> tensor<2x32x1xf32>
-    %33 = stablehlo.convert %cst_30 : (tensor<1xi64>) -> tensor<1xf32>
+    %33 = stablehlo.convert %cst_29 : (tensor<1xf64>) -> tensor<1xf32>
     %34 = stablehlo.reshape %33 : (tensor<1xf32>) -> tensor<f32>
     %35 = stablehlo.broadcast_in_dim %34, dims = [] : (tensor<f32>) -> tensor<2x32x1xf32>
     %36 = stablehlo.divide %32, %35 : tensor<2x32x1xf32>
@@ -81,7 +81,7 @@ module {
     %40 = stablehlo.reduce(%39 init: %cst_7) applies stablehlo.add across dimensions = [2] : (tensor<2x32x64xf32>, tensor<f32>) -> tensor<2x32xf32>
     %41 = stablehlo.reshape %40 : (tensor<2x32xf32>) -> tensor<2x32x1xf32>
     %42 = stablehlo.divide %41, %35 : tensor<2x32x1xf32>
-    %43 = stablehlo.convert %cst_31 : (tensor<1xf64>) -> tensor<1xf32>
+    %43 = stablehlo.convert %cst_30 : (tensor<1xf64>) -> tensor<1xf32>
     %44 = stablehlo.reshape %43 : (tensor<1xf32>) -> tensor<f32>
     %45 = stablehlo.broadcast_in_dim %44, dims = [] : (tensor<f32>) -> tensor<2x32x1xf32>
     %46 = stablehlo.add %42, %45 : tensor<2x32x1xf32>
@@ -95,7 +95,7 @@ module {
     %54 = stablehlo.reshape %53 : (tensor<2x32x64xf32>) -> tensor<64x64xf32>
     %55 = stablehlo.transpose %arg4, dims = [1, 0] : (tensor<192x64xf32>) -> tensor<64x192xf32>
     %56 = stablehlo.dot_general %54, %55, contracting_dims = [1] x [0] : (tensor<64x64xf32>, tensor<64x192xf32>) -> tensor<64x192xf32>
-    %57 = stablehlo.convert %cst_29 : (tensor<1xi64>) -> tensor<1xf32>
+    %57 = stablehlo.convert %cst_31 : (tensor<1xf64>) -> tensor<1xf32>
     %58 = stablehlo.reshape %57 : (tensor<1xf32>) -> tensor<f32>
     %59 = stablehlo.broadcast_in_dim %58, dims = [] : (tensor<f32>) -> tensor<64x192xf32>
     %60 = stablehlo.multiply %56, %59 : tensor<64x192xf32>

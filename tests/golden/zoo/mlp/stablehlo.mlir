@@ -19,10 +19,10 @@ module {
     %cst_15 = stablehlo.constant dense<-0.00737332925> : tensor<8x64xf32>
     %cst_16 = stablehlo.constant dense<-0.0142647391> : tensor<8x64xf32>
     %cst_17 = stablehlo.constant dense<-1.000000e+00> : tensor<8x64xf32>
-    %cst_18 = arith.constant dense<1> : tensor<1xi64>
+    %cst_18 = arith.constant dense<1.000000e+00> : tensor<1xf64>
     %0 = stablehlo.transpose %arg0, dims = [1, 0] : (tensor<64x32xf32>) -> tensor<32x64xf32>
     %1 = stablehlo.dot_general %arg6, %0, contracting_dims = [1] x [0] : (tensor<8x32xf32>, tensor<32x64xf32>) -> tensor<8x64xf32>
-    %2 = stablehlo.convert %cst_18 : (tensor<1xi64>) -> tensor<1xf32>
+    %2 = stablehlo.convert %cst_18 : (tensor<1xf64>) -> tensor<1xf32>
     %3 = stablehlo.reshape %2 : (tensor<1xf32>) -> tensor<f32>
     %4 = stablehlo.broadcast_in_dim %3, dims = [] : (tensor<f32>) -> tensor<8x64xf32>
     %5 = stablehlo.multiply %1, %4 : tensor<8x64xf32>
