@@ -101,6 +101,13 @@ def _check_inplace_result_type(plan: OpPlan, fake_values: list) -> None:
     from torchneuron.lowering.refusals import refusal  # (the lowering loads torch-mlir)
 
     reason = refusal(plan.op, fake_values)
+    exponent = fake_values[plan.names.index("exponent")] if "exponent" in plan.names else None
+    if plan.op._schema.name in ("aten::pow", "aten::pow_") and type(exponent) is int:
+        self = fake_values[0]
+        integral = isinstance(self, torch.Tensor) and not self.dtype.is_floating_point
+        if integral and not self.dtype.is_complex and exponent < 0:
+            # (compile mode's rule raises NegativeIntegerPowerError for the same call)
+            reason = "Integers to negative integer powers are not allowed"
     if reason is not None:
         raise MetaRejected(reason)
     if plan.mutated != (0,) or torch.Tag.pointwise not in plan.op.tags:

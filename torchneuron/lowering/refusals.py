@@ -67,6 +67,7 @@ _BOOL_SCALAR_CLAMPS = frozenset(
     }
 )
 _INTEGER_POWERS = frozenset({"aten::pow", "aten::pow_"})
+_SORTS = frozenset({"aten::sort", "aten::argsort"})
 _MOMENTS = frozenset({"aten::var", "aten::std", "aten::var_mean", "aten::std_mean"})
 
 
@@ -91,6 +92,13 @@ def _reason(op: torch._ops.OpOverload, values: list) -> str | None:
         if type(dim) is int and dim not in (-1, 0):
             # a 0-d tensor has dims -1 and 0 (sort's shape function lets dim=1 through)
             return f"dim {dim} is out of range for a 0-d tensor"
+    if name in _SORTS and type(values[names.index("dim")]) is int:
+        dim, rank = values[names.index("dim")], max(self.dim(), 1)
+        if not -rank <= dim < rank:  # sort's shape function skips the check on empty input
+            return f"dim {dim} is out of range for a {self.dim()}-d tensor"
+    if name in ("aten::heaviside", "aten::heaviside_") and isinstance(values[1], torch.Tensor):
+        if values[1].dtype != self.dtype:
+            return "heaviside is not yet implemented for tensors with different dtypes"
     if name in ("aten::max", "aten::min") and len(names) == 1 and self.numel() == 0:
         return f"{name}() of an empty tensor needs a dim"
     if name in ("aten::argmax", "aten::argmin") and self.dtype == torch.bool:
