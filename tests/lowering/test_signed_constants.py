@@ -37,3 +37,21 @@ def test_subtracting_zero_keeps_negative_zero():
     torch._dynamo.reset()
     got = torch.compile(lambda t: t - 0, backend="neuron")(a)
     assert torch.equal(torch.signbit(got), torch.signbit(a - 0))
+
+
+SELF_COMPARISONS = {
+    "isfinite": torch.isfinite,
+    "x == x": lambda x: x == x,
+    "x != x": lambda x: x != x,
+    "x >= x": lambda x: x >= x,
+}
+
+
+@pytest.mark.parametrize("case", SELF_COMPARISONS)
+def test_comparison_of_a_value_with_itself_sees_nan(case):
+    # torch-mlir folded x == x to true, so compiled isfinite(nan) was True
+    x = torch.tensor([float("nan"), 1.0, float("inf")])
+    torch._dynamo.reset()
+    assert torch.equal(
+        torch.compile(SELF_COMPARISONS[case], backend="neuron")(x), SELF_COMPARISONS[case](x)
+    )

@@ -125,6 +125,28 @@ def _float_operand_for_float_tensor(node: torch.fx.Node) -> None:
     _float_scalar_for_float_tensor(node)
 
 
+@normalizes(aten.eq.Tensor, aten.ne.Tensor, aten.le.Tensor, aten.ge.Tensor)
+def _self_comparison_of_floats(node: torch.fx.Node) -> None:
+    # x == x is false for NaN, but torch-mlir folds a comparison of a value with itself
+    # to a constant: isfinite (abs(x) != inf and x == x) came out true for NaN. The same
+    # test written as abs(x) <= inf (false only for NaN) is not folded.
+    lhs, rhs = node.args[0], node.args[1] if len(node.args) > 1 else None
+    value = lhs.meta.get("val") if isinstance(lhs, torch.fx.Node) else None
+    if lhs is not rhs or not isinstance(value, torch.Tensor) or not value.is_floating_point():
+        return
+    graph = node.graph
+    with graph.inserting_before(node):
+        magnitude = graph.call_function(aten.abs.default, (lhs,))
+        magnitude.meta["val"] = value.abs()
+        ordered = graph.call_function(aten.le.Scalar, (magnitude, float("inf")))
+        ordered.meta["val"] = node.meta.get("val")
+        replacement = ordered
+        if node.target is aten.ne.Tensor:
+            replacement = graph.call_function(aten.logical_not.default, (ordered,))
+            replacement.meta["val"] = node.meta.get("val")
+    node.replace_all_uses_with(replacement)
+
+
 @normalizes(aten.scalar_tensor.default)
 def _scalar_tensor_of_a_tensor_element(node: torch.fx.Node) -> None:
     # scalar_tensor(_local_scalar_dense(t), dtype) -> t converted to dtype: the value never
