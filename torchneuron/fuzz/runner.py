@@ -73,6 +73,11 @@ def observe(case: Case, op: FuzzOp | None, mode: str) -> Observation:
         try:
             scope = {"torch": torch, "device": device, **SOURCE_NAMES}
             inputs = [eval(text, scope) for text in case.input_sources("device")]
+            # a copy: an in-place op may overwrite a subnormal input
+            before = pytree.tree_map(
+                lambda x: x.detach().to("cpu", copy=True) if isinstance(x, torch.Tensor) else x,
+                inputs,
+            )
             fn = make_function(source or case.source)
             if mode == "compile":
                 torch._dynamo.reset()
@@ -82,7 +87,11 @@ def observe(case: Case, op: FuzzOp | None, mode: str) -> Observation:
             if case.aliases is not None:
                 first = pytree.tree_leaves(result)[0]
                 aliased = first.data_ptr() == inputs[case.aliases].data_ptr()
-            state = {"result": _to_cpu(result), "inputs after": _to_cpu(inputs)}
+            state = {
+                "result": _to_cpu(result),
+                "inputs after": _to_cpu(inputs),
+                "inputs before": before,
+            }
             if aliased is not None:
                 state["result aliases its input"] = aliased
         except Exception as error:  # noqa: BLE001 - any exception is an observation
@@ -163,7 +172,7 @@ def verdict(reference: Observation, got: Observation, op: FuzzOp, mode: str) -> 
     try:
         check_state(got.state, reference.state, op.compare)
     except Difference as difference:
-        if has_subnormals(reference.state):
+        if has_subnormals(reference.state):  # (inputs before the call included)
             return "denormal", str(difference)
         return "wrong", str(difference)
     return "pass", ""
