@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from torchneuron.neff import NeffError, read_neff, write_neff
-from torchneuron.neff import reader as reader_module
+from torchneuron.neff import tarball as tarball_module
 from torchneuron.neff.header import pack_header, unpack_header_fields
 from torchneuron.neff.writer import build_members, pack_tarball
 
@@ -391,7 +391,7 @@ def test_uncompressed_size_cap(sample_neff):
 
 
 def test_member_count_cap(sample_neff, monkeypatch):
-    monkeypatch.setattr(reader_module, "MAX_MEMBERS", 5)
+    monkeypatch.setattr(tarball_module, "MAX_MEMBERS", 5)
     with pytest.raises(NeffError, match="tarball has more than 5 members"):
         read_neff(write_neff(sample_neff))
 
