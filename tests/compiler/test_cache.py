@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -13,13 +14,25 @@ import pytest
 
 from torchneuron.compiler import cache as cache_module
 from torchneuron.compiler.cache import NeffCache, get_default_cache, key_for
-from torchneuron.neff import Neff, read_neff, write_neff
+from torchneuron.compiler.cache_entry import unwrap_entry
+from torchneuron.neff import read_neff
 
 
-def small_neff(name: str = "entry", payload: bytes = b"program") -> bytes:
-    return write_neff(
-        Neff(name=name, manifest={"name": name}, definition={"variables": []}, program=payload)
-    )
+@functools.cache
+def small_neff(name: str = "entry") -> bytes:
+    """A real NEFF (x + 1 on float32[3]) named ``name``: what the reader accepts."""
+    import torch
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from torchneuron.compiler.pipeline import compile_graph
+
+    gm = make_fx(lambda x: (x + 1,))(torch.zeros(3))
+    return compile_graph(gm, [torch.zeros(3)], name=name).neff
+
+
+def stored_neff(cache: NeffCache, key: str) -> bytes:
+    """The NEFF inside ``key``'s disk entry (``BadEntry`` unless it is whole and for ``key``)."""
+    return unwrap_entry(key, cache.path_for(key).read_bytes())
 
 
 def test_key_is_deterministic_and_sensitive_to_every_part():
@@ -41,7 +54,7 @@ def test_memory_layer_hits_and_evicts_least_recently_used():
     cache = NeffCache(None, memory_entries=2)
     keys = [key_for("op", i) for i in range(3)]
     for i, key in enumerate(keys):
-        cache.put(key, small_neff(payload=bytes([i])))
+        cache.put(key, small_neff(f"entry{i}"))
     assert cache.get(keys[0]) is None  # evicted
     assert cache.get(keys[2]) is not None
     assert cache.stats.memory_hits == 1 and cache.stats.misses == 1
@@ -52,7 +65,9 @@ def test_disk_layer_is_sharded_and_survives_a_new_instance(tmp_path):
     neff = small_neff()
     NeffCache(tmp_path).put(key, neff)
     path = tmp_path / "neff" / key[:2] / f"{key}.neff"
-    assert path.read_bytes() == neff
+    header, _, stored = path.read_bytes().partition(b"\n")
+    assert stored == neff  # the NEFF as written, behind one header line naming its key
+    assert header.split()[2] == key.encode()
     assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
     fresh = NeffCache(tmp_path)
     assert fresh.get(key) == neff
@@ -76,7 +91,7 @@ def test_corrupt_entry_is_a_miss_recompiled_and_replaced_with_one_warning(tmp_pa
         neff = fresh.get_or_compile(keys[1], lambda: compiled.append(1) or small_neff("again"))
     assert compiled == [1]
     assert read_neff(neff).name == "again"
-    assert read_neff(fresh.path_for(keys[1]).read_bytes()).name == "again"
+    assert read_neff(stored_neff(fresh, keys[1])).name == "again"
     assert fresh.stats.corrupt == 2
     corrupt_warnings = [w for w in caught if "corrupt NEFF cache entry" in str(w.message)]
     assert len(corrupt_warnings) == 1
@@ -131,13 +146,12 @@ CONCURRENT_WRITER = textwrap.dedent(
     import sys, time
     from pathlib import Path
     from torchneuron.compiler.cache import NeffCache
-    from torchneuron.neff import Neff, write_neff
-    root, key, marker = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+    root, key, marker, neff = sys.argv[1], sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])
     def compile_slowly():
         with open(marker, "a") as log:
             log.write("compiled\\n")
         time.sleep(1.0)
-        return write_neff(Neff(name="shared", definition={"variables": []}, program=b"p"))
+        return neff.read_bytes()
     neff = NeffCache(root).get_or_compile(key, compile_slowly)
     print(len(neff))
     """
@@ -147,10 +161,20 @@ CONCURRENT_WRITER = textwrap.dedent(
 def test_two_processes_compile_the_same_key_once(tmp_path):
     key = key_for("two processes")
     marker = tmp_path / "compiles.log"
+    neff = tmp_path / "shared.neff"
+    neff.write_bytes(small_neff("shared"))
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", CONCURRENT_WRITER, str(tmp_path / "cache"), key, str(marker)],
+            [
+                sys.executable,
+                "-c",
+                CONCURRENT_WRITER,
+                str(tmp_path / "cache"),
+                key,
+                str(marker),
+                str(neff),
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

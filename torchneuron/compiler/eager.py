@@ -11,7 +11,9 @@
    StableHLO -> passes -> NEFF), through the shared ``NeffCache`` (memory LRU +
    disk), keyed on the op and everything about the call that shapes the program;
    on a disk hit nothing is traced at all;
-3. load the NEFF on a core on first use there (``torchneuron.runtime.load_neff``).
+3. load the NEFF on the caller's core before returning it (``torchneuron.runtime.load_neff``),
+   on any other core on first use there. Loading is part of the cache lookup: an entry
+   from the cache that does not load (or whose inputs do not match the op) is recompiled.
 
 The program's inputs are named after the trace's placeholders (``arg<i>_1``),
 which is how a cached NEFF's inputs are matched back to the call's tensors.
@@ -118,11 +120,15 @@ def compile_op(
     *,
     target: str | None = None,
     cache: NeffCache | None = None,
+    core: int = 0,
 ) -> CompiledOp:
-    """Compile ``traced_fn`` (flat tensors -> tuple of tensors) for inputs like ``specs``.
+    """Compile ``traced_fn`` (flat tensors -> tuple of tensors) for inputs like ``specs``,
+    loaded on device ``core`` (other cores load it on first use).
 
     Raises ``OpCompileError`` (``unsupported=True`` when the lowering has no rule
-    for an op in the graph) so the caller can run the op on the CPU instead.
+    for an op in the graph) so the caller can run the op on the CPU instead. A NEFF
+    from the cache that does not fit the op or does not load is recompiled (the cache
+    warns); a freshly compiled one that does not load raises the runtime's error.
     """
     if target is None:
         from torchneuron.target.topology import topology
@@ -138,9 +144,13 @@ def compile_op(
 
         return in_clean_thread(trace_and_compile)
 
-    neff = cache.get_or_compile(key, compile_now)
-    input_order = _input_order(op_name, neff, len(specs))
-    compiled = CompiledOp(op_name, key, neff, input_order, output_count)
+    def load(neff: bytes) -> CompiledOp:
+        input_order = _input_order(op_name, neff, len(specs))
+        compiled = CompiledOp(op_name, key, neff, input_order, output_count)
+        compiled.program_on(core)
+        return compiled
+
+    compiled = cache.get_or_compile(key, compile_now, load=load)
     with _live_lock:
         _live_ops[key] = compiled
     return compiled
