@@ -1,0 +1,96 @@
+"""A NEFF fuzz worker process: makes and runs the cases the parent names, one per line.
+
+    python -m torchneuron.fuzz.neff.worker CORPUS_DIR MUTATORS MEMORY_MIB
+
+Protocol (``pool.WorkerPool``): the worker prints ``{"event": "ready"}`` once its
+imports are done. For each input line ``{"seed", "index", "cli"}`` it prints
+``{"event": "case", "mutator", "entry", "note", "forbidden"}`` once the case is made,
+``{"event": "stage", "stage"}`` before each stage, and ``{"event": "done", "result"}``
+at the end, so a death or a silence is attributed to its case and stage. Events go to
+a private copy of the original stdout; file descriptor 1 points at stderr, so native
+code that prints cannot corrupt the protocol. Its stderr (a file the parent reads
+after a crash) is emptied before every case.
+
+The worker's address space is capped at what it uses after its imports plus
+``MEMORY_MIB``, so a decompression bomb ends as a ``MemoryError`` (a leak) or an abort
+(a crash) of this worker instead of exhausting the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import warnings
+
+
+def _cap_memory(headroom_mib: int) -> None:
+    if headroom_mib <= 0:
+        return
+    with open(f"/proc/{os.getpid()}/status") as status:
+        size_kib = next(int(line.split()[1]) for line in status if line.startswith("VmSize:"))
+    limit = (size_kib << 10) + (headroom_mib << 20)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def main(argv: list[str]) -> int:
+    corpus_dir, mutators, memory_mib = argv[0], tuple(argv[1].split(",")), int(argv[2])
+    events = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    warnings.filterwarnings("ignore")
+
+    from torchneuron.runtime import load_neff  # noqa: F401 - XLA and the bindings, once
+
+    from .cases import CaseMaker
+    from .corpus import load_corpus
+    from .execute import leak_detail, run_case
+
+    maker = CaseMaker(load_corpus(corpus_dir), mutators)
+
+    def emit(event: dict) -> None:
+        events.write(json.dumps(event) + "\n")
+
+    def stage(name: str) -> None:
+        emit({"event": "stage", "stage": name})
+
+    _cap_memory(memory_mib)
+    emit({"event": "ready"})
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        task = json.loads(line)
+        try:
+            os.ftruncate(2, 0)
+        except OSError:
+            pass
+        try:
+            case = maker.make(task["seed"], task["index"])
+        except Exception as error:  # noqa: BLE001 - a bug of the fuzzer, reported as such
+            detail = leak_detail("make", error)
+            emit({"event": "done", "result": {"outcome": "fuzzer-error", **detail}})
+            continue
+        emit(
+            {
+                "event": "case",
+                "mutator": case.mutator,
+                "entry": case.entry,
+                "note": case.note[:300],
+                "forbidden": case.forbidden,
+            }
+        )
+        result = run_case(
+            case.data,
+            forbidden=case.forbidden,
+            cli=task.get("cli", False),
+            hook=case.hook,
+            stage=stage,
+            input_seed=task["index"],
+        )
+        emit({"event": "done", "result": result})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
