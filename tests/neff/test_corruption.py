@@ -287,7 +287,9 @@ def test_manifest_not_json(sample_neff):
 
 def test_definition_not_an_object(sample_neff):
     tarball = tar_bytes(_members(sample_neff, **{"sg00/def.json": b"[1, 2]"}))
-    with pytest.raises(NeffError, match="sg00/def.json must hold a JSON object, found list"):
+    with pytest.raises(
+        NeffError, match="sg00/def.json must hold a JSON object, found a list of 2 items"
+    ):
         read_neff(seal(tarball))
 
 
@@ -341,27 +343,40 @@ def _index(**entry_changes) -> bytes:
 @pytest.mark.parametrize(
     "changes, fragment",
     [
-        ({"dtype": "object"}, "weight 'w' has unknown dtype 'object'"),
-        ({"dtype": "complex128"}, "unknown dtype 'complex128'"),  # known, but not in a NEFF
-        ({"shape": [-1]}, r"invalid shape \[-1\]"),
-        ({"shape": "2"}, "invalid shape '2'"),
-        ({"size_bytes": 9}, r"claims 9 bytes, but float32\[2\] needs 8"),
-        ({"name": "../w"}, "is not a safe file name"),
-        ({"file": "sg00/weights/other.bin"}, "names file 'sg00/weights/other.bin'"),
+        ({"dtype": "object"}, r"weights\[0\]\.dtype is 'object', not one of float64, "),
+        (
+            {"dtype": "complex128"},
+            r"weights\[0\]\.dtype is 'complex128', not one of",
+        ),  # not in a NEFF
+        ({"shape": [-1]}, r"weights\[0\]\.shape\[0\] is -1, less than 0"),
+        ({"shape": "2"}, r"weights\[0\]\.shape is '2', expected a list"),
+        ({"size_bytes": 9}, r"weights\[0\]\.size_bytes is 9, but float32\[2\] takes 8 bytes"),
+        ({"name": "../w"}, r"weights\[0\]\.name is '\.\./w', not a safe file name"),
+        (
+            {"file": "sg00/weights/other.bin"},
+            r"weights\[0\]\.file is 'sg00/weights/other.bin', expected 'sg00/weights/w.bin'",
+        ),
+        ({"extra": 1}, r"weights\[0\] has the unknown key 'extra'"),
     ],
 )
 def test_bad_weight_index_entry(sample_neff, changes, fragment):
     members = _members(
         sample_neff, **{"sg00/weights.json": _index(**changes), "sg00/weights/w.bin": b"\0" * 8}
     )
-    with pytest.raises(NeffError, match=fragment):
+    with pytest.raises(NeffError, match="^sg00/weights.json: " + fragment):
         read_neff(seal(tar_bytes(members)))
 
 
 def test_definition_names_missing_weight_file(sample_neff):
     import json
 
-    definition = {"variables": [{"name": "q", "kind": "weight", "file": "sg00/weights/q.bin"}]}
+    definition = {
+        "variables": [
+            {"name": "q", "kind": "weight", "shape": [2], "dtype": "float32"},
+            *sample_neff.definition["variables"],
+        ]
+    }
+    definition["variables"][0]["file"] = "sg00/weights/q.bin"
     tarball = tar_bytes(_members(sample_neff, **{"sg00/def.json": json.dumps(definition).encode()}))
     with pytest.raises(
         NeffError,

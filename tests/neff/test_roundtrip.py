@@ -130,7 +130,8 @@ def test_non_contiguous_and_big_endian_inputs_are_stored_little_endian(program):
 
 
 def test_extra_files_round_trip(sample_neff):
-    sample_neff.extra_files = {"sg00/schedule.json": b"{}\n", "sg00/engines/pe.bin": b"\x00\x01"}
+    schedule = b'{"format": "torchneuron-schedule", "lnc": 2, "target": "trn2", "version": 1}'
+    sample_neff.extra_files = {"sg00/schedule.json": schedule, "sg00/engines/pe.bin": b"\x00\x01"}
     back = read_neff(write_neff(sample_neff))
     assert back.extra_files == sample_neff.extra_files
 
@@ -145,9 +146,15 @@ def test_uncompressed_tarball_round_trips(sample_neff):
 
 
 def test_tuples_and_numpy_scalars_in_json_are_normalised(program):
-    neff = make_neff(program, manifest={"shape": (1, np.int64(3)), "ok": np.bool_(True)})
+    signature = {
+        "inputs": [{"name": "x", "shape": (1, np.int64(10)), "dtype": "float32"}],
+        "outputs": [{"name": "out0", "shape": (1, 1), "dtype": "float32"}],
+    }
+    manifest = {"signature": signature, "ok": np.bool_(True), "lnc": np.int64(2)}
+    neff = make_neff(program, manifest=manifest)
     back = read_neff(write_neff(neff))
-    assert back.manifest == {"shape": [1, 3], "ok": True}
+    assert back.manifest["signature"]["inputs"][0]["shape"] == [1, 10]
+    assert back.manifest["ok"] is True and type(back.manifest["lnc"]) is int
     assert back == neff  # equality compares the stored JSON form
 
 
@@ -185,6 +192,6 @@ def test_equality_notices_differences(sample_neff):
 
 
 def test_empty_neff_round_trips():
-    neff = Neff(name="")
+    neff = Neff(name="", manifest={"signature": {"inputs": [], "outputs": []}})
     back = read_neff(write_neff(neff))
     assert back == neff and back.weights == {} and back.program == b""

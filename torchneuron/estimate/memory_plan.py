@@ -15,6 +15,7 @@ on top of its inputs and outputs.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from torchneuron.target.topology import format_bytes
@@ -94,28 +95,42 @@ class MemoryPlan:
         }
 
     @classmethod
-    def from_json(cls, data: dict) -> MemoryPlan:
-        buffers = [
-            Buffer(
-                t["name"],
-                int(t["size_bytes"]),
-                t["live_us"][0] / 1e6,
-                t["live_us"][1] / 1e6,
-                list(t.get("shape", [])),
-                t.get("dtype", ""),
-                int(t.get("offset", -1)),
+    def from_json(cls, data: object) -> MemoryPlan:
+        """A plan from ``to_json()`` output; ``ValueError`` naming the field if malformed."""
+        data = json_object(data, "memory_plan")
+        buffers = []
+        for position, item in enumerate(json_list(data, "temporaries", "memory_plan")):
+            where = f"memory_plan.temporaries[{position}]"
+            item = json_object(item, where)
+            live = json_list(item, "live_us", where, required=True)
+            if len(live) != 2:
+                raise ValueError(f"{where}.live_us has {len(live)} items, expected 2")
+            start, end = (as_number(t, f"{where}.live_us") for t in live)
+            buffers.append(
+                Buffer(
+                    json_text(item, "name", where, required=True),
+                    json_int(item, "size_bytes", where, required=True),
+                    start / 1e6,
+                    end / 1e6,
+                    [as_int(d, f"{where}.shape") for d in json_list(item, "shape", where)],
+                    json_text(item, "dtype", where),
+                    json_int(item, "offset", where, default=-1),
+                )
             )
-            for t in data.get("temporaries", [])
-        ]
         plan = cls(
-            int(data.get("weights_bytes", 0)),
-            int(data.get("inputs_bytes", 0)),
-            int(data.get("outputs_bytes", 0)),
-            int(data.get("temporaries_bytes", 0)),
-            int(data.get("temporaries_live_peak_bytes", 0)),
+            *(
+                json_int(data, key, "memory_plan")
+                for key in (
+                    "weights_bytes",
+                    "inputs_bytes",
+                    "outputs_bytes",
+                    "temporaries_bytes",
+                    "temporaries_live_peak_bytes",
+                )
+            ),
             buffers,
             0.0,
-            int(data.get("program_bytes", 0)),
+            json_int(data, "program_bytes", "memory_plan"),
         )
         plan.peak_time_s = _peak_time(buffers)[0]
         return plan
@@ -179,3 +194,59 @@ def plan_memory(
     return MemoryPlan(
         weights_bytes, inputs_bytes, outputs_bytes, arena, live_peak, ordered, peak_time
     )
+
+
+# Reading fields of a JSON object for ``from_json`` (here and in scheduler.py): a field of
+# the wrong type is a ValueError naming it, never a TypeError, KeyError or AttributeError.
+
+_MISSING = object()
+
+
+def _get(data: dict, key: str, where: str, required: bool, default: object) -> object:
+    if key in data:
+        return data[key]
+    if required:
+        raise ValueError(f"{where} lacks {key!r}")
+    return default
+
+
+def json_object(value: object, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise ValueError(f"{where} is a {type(value).__name__}, expected an object")
+    return value
+
+
+def as_int(value: object, where: str) -> int:
+    if type(value) is not int or not -(2**63) <= value < 2**63:
+        raise ValueError(f"{where} is {value!r:.40}, expected an int64")
+    return value
+
+
+def as_number(value: object, where: str) -> float:
+    if type(value) not in (int, float) or not math.isfinite(value):
+        raise ValueError(f"{where} is {value!r:.40}, expected a finite number")
+    return float(value)
+
+
+def json_int(data: dict, key: str, where: str, *, required: bool = False, default: int = 0) -> int:
+    return as_int(_get(data, key, where, required, default), f"{where}.{key}")
+
+
+def json_number(
+    data: dict, key: str, where: str, *, required: bool = False, default: float = 0.0
+) -> float:
+    return as_number(_get(data, key, where, required, default), f"{where}.{key}")
+
+
+def json_text(data: dict, key: str, where: str, *, required: bool = False) -> str:
+    value = _get(data, key, where, required, "")
+    if not isinstance(value, str):
+        raise ValueError(f"{where}.{key} is {value!r:.40}, expected a string")
+    return value
+
+
+def json_list(data: dict, key: str, where: str, *, required: bool = False) -> list:
+    value = _get(data, key, where, required, [])
+    if not isinstance(value, list):
+        raise ValueError(f"{where}.{key} is {value!r:.40}, expected a list")
+    return value

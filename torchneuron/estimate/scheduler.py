@@ -24,7 +24,16 @@ import heapq
 import json
 from dataclasses import dataclass, field
 
-from torchneuron.estimate.memory_plan import MemoryPlan
+from torchneuron.estimate.memory_plan import (
+    MemoryPlan,
+    as_int,
+    as_number,
+    json_int,
+    json_list,
+    json_number,
+    json_object,
+    json_text,
+)
 from torchneuron.target.engines import COMPUTE_ENGINES, DMA_ENGINE, ENGINES
 
 SCHEDULE_FORMAT = "torchneuron-schedule"
@@ -111,30 +120,53 @@ class Kernel:
         }
 
     @classmethod
-    def from_json(cls, data: dict) -> Kernel:
+    def from_json(cls, data: object, where: str = "kernel") -> Kernel:
+        """A kernel from ``to_json()`` output; ``ValueError`` naming the field if malformed."""
+        data = json_object(data, where)
         kernel = cls(
-            id=int(data["id"]),
-            name=str(data["name"]),
-            engine=str(data["engine"]),
-            ops=list(data.get("ops", [])),
-            op_indices=list(data.get("op_indices", [])),
-            engine_seconds={e: v / 1e6 for e, v in data.get("engine_us", {}).items()},
-            dma_seconds=data.get("dma_us", 0.0) / 1e6,
-            hbm_read_bytes=int(data.get("bytes_in", 0)),
-            hbm_write_bytes=int(data.get("bytes_out", 0)),
-            sbuf_bytes=int(data.get("sbuf_bytes", 0)),
-            flops=int(data.get("flops", 0)),
-            onchip_dma_bytes=int(data.get("onchip_dma_bytes", 0)),
-            dma_latency_s=data.get("dma_latency_us", 0.0) / 1e6,
-            deps=list(data.get("deps", [])),
-            notes=list(data.get("notes", [])),
-            start_s=data.get("start_us", 0.0) / 1e6,
-            end_s=data.get("end_us", 0.0) / 1e6,
+            id=json_int(data, "id", where, required=True),
+            name=json_text(data, "name", where, required=True),
+            engine=_engine(json_text(data, "engine", where, required=True), f"{where}.engine"),
+            ops=[_text(o, f"{where}.ops") for o in json_list(data, "ops", where)],
+            op_indices=[
+                as_int(i, f"{where}.op_indices") for i in json_list(data, "op_indices", where)
+            ],
+            engine_seconds={
+                _engine(e, f"{where}.engine_us"): as_number(v, f"{where}.engine_us.{e}") / 1e6
+                for e, v in json_object(data.get("engine_us", {}), f"{where}.engine_us").items()
+            },
+            dma_seconds=json_number(data, "dma_us", where) / 1e6,
+            hbm_read_bytes=json_int(data, "bytes_in", where),
+            hbm_write_bytes=json_int(data, "bytes_out", where),
+            sbuf_bytes=json_int(data, "sbuf_bytes", where),
+            flops=json_int(data, "flops", where),
+            onchip_dma_bytes=json_int(data, "onchip_dma_bytes", where),
+            dma_latency_s=json_number(data, "dma_latency_us", where) / 1e6,
+            deps=[as_int(d, f"{where}.deps") for d in json_list(data, "deps", where)],
+            notes=[_text(n, f"{where}.notes") for n in json_list(data, "notes", where)],
+            start_s=json_number(data, "start_us", where) / 1e6,
+            end_s=json_number(data, "end_us", where) / 1e6,
         )
-        kernel.lanes = {
-            lane: (span[0] / 1e6, span[1] / 1e6) for lane, span in data.get("lanes_us", {}).items()
-        }
+        lanes = json_object(data.get("lanes_us", {}), f"{where}.lanes_us")
+        for lane, span in lanes.items():
+            label = f"{where}.lanes_us.{lane}"
+            if not isinstance(span, list) or len(span) != 2:
+                raise ValueError(f"{label} is {span!r:.40}, expected [start, end]")
+            start, end = (as_number(t, label) / 1e6 for t in span)
+            kernel.lanes[_engine(lane, f"{where}.lanes_us")] = (start, end)
         return kernel
+
+
+def _engine(name: object, where: str) -> str:
+    if name not in ENGINES:
+        raise ValueError(f"{where} names engine {name!r:.40}, not one of {', '.join(ENGINES)}")
+    return name
+
+
+def _text(value: object, where: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{where} holds {value!r:.40}, expected strings")
+    return value
 
 
 def _topological_order(kernels: list[Kernel]) -> list[int]:
@@ -298,28 +330,47 @@ class Schedule:
 
     @classmethod
     def from_json(cls, data: dict | bytes | str) -> Schedule:
-        """A Schedule from ``to_json()`` output (a dict, or its JSON text/bytes)."""
+        """A Schedule from ``to_json()`` output (a dict, or its JSON text/bytes).
+
+        ``ValueError`` (``json.JSONDecodeError`` and ``UnicodeDecodeError`` among them)
+        naming the field when the data is not such output. A NEFF's schedule has passed
+        the reader's schema already (``torchneuron.neff.schema``); this keeps the
+        estimate layer safe on its own.
+        """
         if isinstance(data, (bytes, bytearray, memoryview)):
             data = bytes(data).decode("utf-8")
         if isinstance(data, str):
-            data = json.loads(data)
+            try:
+                data = json.loads(data)
+            except RecursionError:
+                raise ValueError("schedule JSON is nested too deeply") from None
+        data = json_object(data, "schedule")
         if data.get("format") != SCHEDULE_FORMAT:
-            raise ValueError(f"not a schedule: format is {data.get('format')!r}")
+            raise ValueError(f"not a schedule: format is {data.get('format')!r:.40}")
         if data.get("version") != SCHEDULE_VERSION:
             raise ValueError(
-                f"schedule version {data.get('version')!r} is not supported "
+                f"schedule version {data.get('version')!r:.40} is not supported "
                 f"(this reader knows {SCHEDULE_VERSION})"
             )
+        kernels = [
+            Kernel.from_json(k, f"kernels[{i}]")
+            for i, k in enumerate(json_list(data, "kernels", "schedule"))
+        ]
+        clocks = json_object(data.get("clocks_hz", {}), "schedule.clocks_hz")
+        model = json_object(data.get("model", {}), "schedule.model")
         return cls(
-            target=data["target"],
-            lnc=int(data["lnc"]),
-            kernels=[Kernel.from_json(k) for k in data.get("kernels", [])],
+            target=json_text(data, "target", "schedule", required=True),
+            lnc=json_int(data, "lnc", "schedule", required=True),
+            kernels=kernels,
             memory=MemoryPlan.from_json(data.get("memory_plan", {})),
-            latency_s=data.get("latency_us", 0.0) / 1e6,
-            flops=int(data.get("flops", 0)),
-            peak_seconds=data.get("peak_us", 0.0) / 1e6,
-            clocks=dict(data.get("clocks_hz", {})),
-            model=dict(data.get("model", {})),
+            latency_s=json_number(data, "latency_us", "schedule") / 1e6,
+            flops=json_int(data, "flops", "schedule"),
+            peak_seconds=json_number(data, "peak_us", "schedule") / 1e6,
+            clocks={
+                _engine(e, "schedule.clocks_hz"): as_number(v, f"schedule.clocks_hz.{e}")
+                for e, v in clocks.items()
+            },
+            model=dict(model),
         )
 
     def table(self, limit: int | None = 40) -> str:

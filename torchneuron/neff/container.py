@@ -80,6 +80,8 @@ def canonical_json(value: Any, what: str) -> bytes:
         )
     except (TypeError, ValueError) as error:
         raise NeffError(f"{what} is not JSON-serialisable: {error}") from None
+    except RecursionError:
+        raise NeffError(f"{what} is not JSON-serialisable: nested too deeply") from None
     return (text + "\n").encode("ascii")
 
 
@@ -156,36 +158,3 @@ class Neff:
             f"build_version={self.build_version!r}, manifest keys={sorted(self.manifest)}, "
             f"extra_files={sorted(self.extra_files)})"
         )
-
-
-def check_weight_variables(
-    definition: dict[str, Any], entries_by_file: dict[str, dict[str, Any]], where: str
-) -> None:
-    """def.json's weight variables must name stored weight files and agree with them.
-
-    A weight variable (``kind == "weight"``) with a ``file`` key must name a weight file
-    in the container; where it also gives ``shape`` or ``dtype``, they must match the
-    weight index, so the runtime never binds a buffer of the wrong size.
-    """
-    variables = definition.get("variables", [])
-    if not isinstance(variables, list):
-        raise NeffError(f"{where}: 'variables' must be a list, got {type(variables).__name__}")
-    for position, variable in enumerate(variables):
-        if not isinstance(variable, dict):
-            raise NeffError(f"{where}: variables[{position}] must be an object")
-        if variable.get("kind") != "weight" or "file" not in variable:
-            continue
-        label = f"{where}: weight variable {variable.get('name', position)!r}"
-        entry = entries_by_file.get(variable["file"])
-        if entry is None:
-            raise NeffError(f"{label} names file {variable['file']!r}, which holds no weight")
-        for key in ("shape", "dtype"):
-            if key in variable and list_or_value(variable[key]) != entry[key]:
-                raise NeffError(
-                    f"{label} has {key} {variable[key]!r}, but its file holds {entry[key]!r}"
-                )
-
-
-def list_or_value(value: Any) -> Any:
-    """Shapes may arrive as tuples in memory and as lists from JSON; compare as lists."""
-    return [int(dim) for dim in value] if isinstance(value, (tuple, list)) else value

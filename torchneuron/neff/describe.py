@@ -1,4 +1,9 @@
-"""A human-readable summary of a NEFF, printed by ``neuronc inspect``."""
+"""A human-readable summary of a NEFF, printed by ``neuronc inspect``.
+
+``describe`` first builds the NEFF's members with the writer, which checks every JSON
+member against the schema (``schema.py``), so what it prints is validated data, whether
+the ``Neff`` was read from a file or built in memory; a malformed one is a ``NeffError``.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +13,12 @@ from typing import Any
 import numpy as np
 
 from torchneuron.estimate.scheduler import SCHEDULE_PATH, Schedule
-from torchneuron.neff.container import Neff
+from torchneuron.neff.container import DEFINITION_PATH, MANIFEST_PATH, Neff
 from torchneuron.neff.header import HEADER_SIZE, NeffHeader
 from torchneuron.neff.reader import check_header
+from torchneuron.neff.schema import load_schedule, parse_json
 from torchneuron.neff.weights import weight_dtype_name
-from torchneuron.neff.writer import build_members, write_neff
+from torchneuron.neff.writer import assemble_neff, build_members, pack_tarball
 from torchneuron.target.engines import ENGINES
 
 
@@ -24,21 +30,33 @@ def _size(count: int) -> str:
     raise AssertionError("unreachable")
 
 
-def _tensor_type(spec: Any) -> str:
-    if not isinstance(spec, dict):
-        return repr(spec)
-    shape = spec.get("shape")
-    shape_text = "x".join(str(dim) for dim in shape) if isinstance(shape, list) else "?"
-    return f"{spec.get('name', '?')}: {spec.get('dtype', '?')}[{shape_text}]"
+def _tensor_type(spec: dict) -> str:
+    return f"{spec['name']}: {spec['dtype']}[{'x'.join(map(str, spec['shape']))}]"
 
 
-def _header_of(neff: Neff) -> tuple[NeffHeader, dict[str, int]]:
-    """The header and member sizes, from the file read or by packing ``neff`` now."""
+def _brief(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _header_of(neff: Neff) -> tuple[NeffHeader, dict[str, bytes]]:
+    """The header (from the file read, or by packing ``neff`` now) and the members.
+
+    Building the members checks them (``NeffError`` for anything the reader would refuse).
+    """
+    members = build_members(neff)
     header = neff.header
     if header is None:
-        header = check_header(memoryview(write_neff(neff)))
-    sections = {path: len(data) for path, data in build_members(neff).items()}
-    return header, sections
+        data = assemble_neff(
+            pack_tarball(members, neff.compression),
+            name=neff.name,
+            build_version=neff.build_version,
+            num_tpb=neff.num_tpb,
+            lnc_size=neff.lnc_size,
+            feature_bits=neff.feature_bits,
+        )
+        header = check_header(memoryview(data))
+    return header, members
 
 
 def _estimate_lines(estimates: dict, manifest: dict) -> list[str]:
@@ -66,17 +84,14 @@ def _estimate_lines(estimates: dict, manifest: dict) -> list[str]:
     if isinstance(estimates.get("kernels"), int):
         lines.append(f"  kernels              {estimates['kernels']}")
     for key in sorted(set(estimates) - known):
-        lines.append(f"  {key:<20} {estimates[key]}")
+        lines.append(f"  {key[:20]:<20} {_brief(estimates[key])}")
     return lines
 
 
 def _schedule_lines(data: bytes, limit: int | None) -> list[str]:
     """The kernels of ``sg00/schedule.json``: engine, bound, times, bytes, SBUF, ops."""
-    try:
-        schedule = json.loads(bytes(data).decode("utf-8"))
-        kernels = list(schedule["kernels"])
-    except (ValueError, KeyError, TypeError):
-        return [f"schedule ({SCHEDULE_PATH}): unreadable"]
+    schedule = load_schedule(data)
+    kernels = list(schedule.get("kernels", []))
     lines = [
         f"schedule ({SCHEDULE_PATH}): {len(kernels)} kernels, "
         f"{schedule.get('latency_us', 0.0):.3f} us",
@@ -105,9 +120,17 @@ def _schedule_lines(data: bytes, limit: int | None) -> list[str]:
 
 def describe(neff: Neff, max_kernels: int | None = 30) -> str:
     """Header fields, sections with sizes, signature, weights, versions and target; with
-    the cost model's estimates and schedule (at most ``max_kernels`` rows) when present."""
-    header, sections = _header_of(neff)
-    manifest = neff.manifest if isinstance(neff.manifest, dict) else {}
+    the cost model's estimates and schedule (at most ``max_kernels`` rows) when present.
+
+    Raises ``NeffError`` when ``neff`` holds something the reader would refuse.
+    """
+    if max_kernels is not None and max_kernels < 0:
+        raise ValueError(f"max_kernels must be None or at least 0, got {max_kernels}")
+    header, members = _header_of(neff)
+    # The stored form, as checked (tuples and numpy scalars normalised).
+    manifest = parse_json(members[MANIFEST_PATH], MANIFEST_PATH)
+    definition = parse_json(members[DEFINITION_PATH], DEFINITION_PATH)
+    sections = {path: len(data) for path, data in members.items()}
     lines = [
         f"NEFF {header.name!r}",
         "header:",
@@ -128,33 +151,26 @@ def describe(neff: Neff, max_kernels: int | None = 30) -> str:
     if "target" in manifest or "lnc" in manifest:
         lines.append(f"target: {manifest.get('target', '?')}  lnc: {manifest.get('lnc', '?')}")
     versions = manifest.get("versions")
-    if isinstance(versions, dict) and versions:
+    if versions:
         lines.append("versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())))
     if "pipeline" in manifest:
         lines.append(f"pipeline: {manifest['pipeline']}")
     if "source_hash" in manifest:
         lines.append(f"source_hash: {manifest['source_hash']}")
-    signature = manifest.get("signature")
-    if isinstance(signature, dict):
-        lines.append("signature:")
-        for role in ("inputs", "outputs"):
-            specs = signature.get(role, [])
-            if isinstance(specs, list):
-                lines.append(f"  {role + ':':<9}" + (", ".join(map(_tensor_type, specs)) or "-"))
+    lines.append("signature:")
+    for role in ("inputs", "outputs"):
+        specs = manifest["signature"][role]
+        lines.append(f"  {role + ':':<9}" + (", ".join(map(_tensor_type, specs)) or "-"))
     checks = manifest.get("checks")
-    if isinstance(checks, list) and checks:
+    if checks:
         lines.append("run-time checks (output: error raised when false):")
         for check in checks:
-            if isinstance(check, dict):
-                lines.append(
-                    f"  output {check.get('output', '?')}: "
-                    f"{check.get('error', '?')}: {check.get('message', '?')}"
-                )
+            lines.append(f"  output {check['output']}: {check['error']}: {check['message']}")
     estimates = manifest.get("estimates")
-    if isinstance(estimates, dict) and estimates:
+    if estimates:
         lines.extend(_estimate_lines(estimates, manifest))
-    memory_plan = neff.definition.get("memory_plan") if isinstance(neff.definition, dict) else None
-    if isinstance(memory_plan, dict) and "peak_hbm_bytes" in memory_plan:
+    memory_plan = definition.get("memory_plan")
+    if memory_plan is not None and "peak_hbm_bytes" in memory_plan:
         parts = [
             f"{label} {_size(memory_plan[key])}"
             for key, label in (
@@ -164,14 +180,14 @@ def describe(neff: Neff, max_kernels: int | None = 30) -> str:
                 ("outputs_bytes", "outputs"),
                 ("temporaries_bytes", "temporaries"),
             )
-            if isinstance(memory_plan.get(key), int)
+            if key in memory_plan
         ]
         lines.append(
             f"memory plan (sg00/def.json): peak HBM {_size(memory_plan['peak_hbm_bytes'])} = "
             + " + ".join(parts)
         )
-    if SCHEDULE_PATH in neff.extra_files:
-        lines.extend(_schedule_lines(neff.extra_files[SCHEDULE_PATH], max_kernels))
+    if SCHEDULE_PATH in members:
+        lines.extend(_schedule_lines(members[SCHEDULE_PATH], max_kernels))
     lines.append("sections:")
     width = max(len(path) for path in sections)
     program_kind = "MLIR bytecode" if bytes(neff.program[:4]) == b"ML\xefR" else "not MLIR bytecode"

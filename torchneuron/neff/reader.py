@@ -8,19 +8,18 @@ files with relative paths free of ``..``, counts and sizes are capped, and each 
 file is checked against the index (size, sha256) before ``np.frombuffer`` turns it into
 an array. Nothing is ever unpickled. Every failure raises ``NeffError``.
 
-The manifest's optional ``checks`` (a program's run-time checks) is validated too
-(``check_manifest_checks``): a list of ``{"output": <position among def.json's output
-variables>, "error": <one of CHECK_ERROR_KINDS>, "message": <text>}``, each naming a
-distinct 0-d bool output. A NEFF without it has no checks.
+Every JSON member is parsed within bounds and checked against the schema
+(``schema.check_json_members``: types, bounds, enumerations, and the cross-checks
+between manifest, def.json, weight index and schedule) before any of it is used, and
+every other member's path must be one the writer accepts, so whatever the reader
+returns can be described, loaded and written back.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from pathlib import Path
-from typing import Any
 
 from torchneuron.neff.container import (
     DEFINITION_PATH,
@@ -29,7 +28,7 @@ from torchneuron.neff.container import (
     REQUIRED_MEMBERS,
     WEIGHT_INDEX_PATH,
     Neff,
-    check_weight_variables,
+    check_extra_file_path,
     is_reserved_member,
 )
 from torchneuron.neff.errors import NeffError
@@ -42,13 +41,19 @@ from torchneuron.neff.header import (
     header_uuid,
     unpack_header_fields,
 )
-from torchneuron.neff.schema import check_json_members
+from torchneuron.neff.schema import (
+    CHECK_ERROR_KINDS,
+    check_json_members,
+    check_manifest_checks,
+    parse_json,
+    show,
+)
 from torchneuron.neff.tarball import DEFAULT_MAX_TOTAL_BYTES, decompress, list_members
-from torchneuron.neff.weights import WEIGHTS_DIR, check_index_entry, decode_weight
+from torchneuron.neff.weights import WEIGHTS_DIR, decode_weight
+from torchneuron.target.dtypes import NEFF_DTYPES
 
-MAX_JSON_BYTES = 256 << 20
-# The error kinds a run-time check may raise (as PyTorch names them).
-CHECK_ERROR_KINDS = ("IndexError", "RuntimeError")
+# Imported from here by the runtime and tests; defined with the schema.
+__all__ = ["CHECK_ERROR_KINDS", "check_header", "check_manifest_checks", "parse_neff", "read_neff"]
 
 
 def read_neff(
@@ -161,20 +166,11 @@ def parse_neff(
     return _build_neff(header, compression, tarball, members)
 
 
-def _load_json(tarball: memoryview, members: dict[str, tuple[int, int]], path: str) -> Any:
-    offset, size = members[path]
-    if size > MAX_JSON_BYTES:
-        raise NeffError(f"{path} is {size} bytes, more than the {MAX_JSON_BYTES}-byte limit")
-    try:
-        return json.loads(bytes(tarball[offset : offset + size]).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
-        raise NeffError(f"{path} is not valid JSON: {error}") from None
-
-
 def _load_json_object(tarball: memoryview, members: dict[str, tuple[int, int]], path: str) -> dict:
-    value = _load_json(tarball, members, path)
+    offset, size = members[path]
+    value = parse_json(tarball[offset : offset + size], path)
     if not isinstance(value, dict):
-        raise NeffError(f"{path} must hold a JSON object, found {type(value).__name__}")
+        raise NeffError(f"{path} must hold a JSON object, found {show(value)}")
     return value
 
 
@@ -187,21 +183,18 @@ def _build_neff(
     manifest = _load_json_object(tarball, members, MANIFEST_PATH)
     definition = _load_json_object(tarball, members, DEFINITION_PATH)
     index = _load_json_object(tarball, members, WEIGHT_INDEX_PATH)
-    entries = index.get("weights")
-    if not isinstance(entries, list):
-        raise NeffError(f"{WEIGHT_INDEX_PATH} must have a 'weights' list")
-    if index.get("byte_order", "little") != "little":
-        raise NeffError(
-            f"{WEIGHT_INDEX_PATH} has byte_order {index['byte_order']!r}, expected 'little'"
-        )
+    extra_files = {}
+    for path, (offset, size) in members.items():
+        if not is_reserved_member(path):
+            # The writer's rule, so that whatever is read can be written back.
+            extra_files[check_extra_file_path(path)] = bytes(tarball[offset : offset + size])
+    # Before anything uses a field: the weight loop below relies on the index's schema.
+    check_json_members(manifest, definition, index, extra_files)
 
     weights = {}
-    entries_by_file = {}
-    for entry in entries:
-        name, dtype, shape, size = check_index_entry(entry, WEIGHT_INDEX_PATH)
-        if name in weights:
-            raise NeffError(f"{WEIGHT_INDEX_PATH} lists weight {name!r} twice")
-        file = entry["file"]
+    listed = set()
+    for entry in index["weights"]:
+        name, file, size = entry["name"], entry["file"], entry["size_bytes"]
         if file not in members:
             raise NeffError(
                 f"{WEIGHT_INDEX_PATH} lists weight {name!r}, but the tarball has no {file}"
@@ -210,7 +203,7 @@ def _build_neff(
         if stored_size != size:
             raise NeffError(
                 f"weight file {file} is {stored_size} bytes, but {WEIGHT_INDEX_PATH} says "
-                f"{size} ({entry['dtype']}{list(shape)})"
+                f"{size} ({entry['dtype']}{entry['shape']})"
             )
         digest = hashlib.sha256(tarball[offset : offset + size]).hexdigest()
         if digest != entry["sha256"]:
@@ -218,21 +211,14 @@ def _build_neff(
                 f"weight file {file} is corrupted: sha256 is {digest}, {WEIGHT_INDEX_PATH} "
                 f"says {entry['sha256']}"
             )
-        weights[name] = decode_weight(tarball, offset, dtype, shape)
-        entries_by_file[file] = entry
+        dtype = NEFF_DTYPES[entry["dtype"]].numpy
+        weights[name] = decode_weight(tarball, offset, dtype, tuple(entry["shape"]))
+        listed.add(file)
     for path in members:
-        if path.startswith(WEIGHTS_DIR) and path not in entries_by_file:
+        if path.startswith(WEIGHTS_DIR) and path not in listed:
             raise NeffError(f"tarball member {path} is not listed in {WEIGHT_INDEX_PATH}")
-    check_weight_variables(definition, entries_by_file, DEFINITION_PATH)
-    check_manifest_checks(manifest, definition)
 
     program_offset, program_size = members[PROGRAM_PATH]
-    extra_files = {
-        path: bytes(tarball[offset : offset + size])
-        for path, (offset, size) in members.items()
-        if not is_reserved_member(path)
-    }
-    check_json_members(manifest, definition, index, extra_files)
     return Neff(
         name=header.name,
         manifest=manifest,
@@ -247,49 +233,3 @@ def _build_neff(
         compression=compression,
         header=header,
     )
-
-
-def check_manifest_checks(manifest: dict, definition: dict) -> list[dict]:
-    """The manifest's run-time checks (``[]`` when it has none), after checking that each
-    is ``{"output", "error", "message"}`` naming a distinct 0-d bool output variable of
-    def.json; ``NeffError`` otherwise."""
-    checks = manifest.get("checks", [])
-    where = f"{MANIFEST_PATH} checks"
-    if not isinstance(checks, list):
-        raise NeffError(f"{where} must be a list, found {type(checks).__name__}")
-    variables = definition.get("variables", [])
-    outputs = (
-        [v for v in variables if isinstance(v, dict) and v.get("kind") == "output"]
-        if isinstance(variables, list)
-        else []
-    )
-    seen: set[int] = set()
-    for position, check in enumerate(checks):
-        label = f"{where}[{position}]"
-        if not isinstance(check, dict) or set(check) != {"output", "error", "message"}:
-            raise NeffError(f"{label} must be an object with output, error and message")
-        output = check["output"]
-        if (
-            not isinstance(output, int)
-            or isinstance(output, bool)
-            or not 0 <= output < len(outputs)
-        ):
-            raise NeffError(
-                f"{label} names output {output!r}; def.json has {len(outputs)} output variables"
-            )
-        if output in seen:
-            raise NeffError(f"{label} names output {output} a second time")
-        seen.add(output)
-        if check["error"] not in CHECK_ERROR_KINDS:
-            raise NeffError(
-                f"{label} has error {check['error']!r}, not one of {', '.join(CHECK_ERROR_KINDS)}"
-            )
-        if not isinstance(check["message"], str):
-            raise NeffError(f"{label} has a message that is not text")
-        variable = outputs[output]
-        if variable.get("dtype") != "bool" or variable.get("shape") not in ([], ()):
-            raise NeffError(
-                f"{label} names output {variable.get('name')!r}, which is "
-                f"{variable.get('dtype')!r}{variable.get('shape')!r}, not a 0-d bool"
-            )
-    return checks

@@ -82,44 +82,6 @@ def encode_weight(name: str, array: Any) -> tuple[dict[str, Any], bytes]:
     return entry, data
 
 
-def check_index_entry(entry: object, where: str) -> tuple[str, np.dtype, tuple[int, ...], int]:
-    """Validate one index entry read from a file; return (name, dtype, shape, size)."""
-    if not isinstance(entry, dict):
-        raise NeffError(f"{where}: weight entry must be a JSON object, got {entry!r:.80}")
-    for key in ("name", "dtype", "shape", "size_bytes", "sha256", "file"):
-        if key not in entry:
-            raise NeffError(f"{where}: weight entry {entry.get('name')!r} lacks key {key!r}")
-    name = entry["name"]
-    try:
-        check_weight_name(name)
-    except NeffError as error:
-        raise NeffError(f"{where}: {error}") from None
-    row = NEFF_DTYPES.get(entry["dtype"]) if isinstance(entry["dtype"], str) else None
-    if row is None:
-        raise NeffError(f"{where}: weight {name!r} has unknown dtype {entry['dtype']!r}")
-    dtype = row.numpy
-    shape = entry["shape"]
-    if not isinstance(shape, list) or not all(
-        isinstance(dim, int) and not isinstance(dim, bool) and dim >= 0 for dim in shape
-    ):
-        raise NeffError(f"{where}: weight {name!r} has invalid shape {shape!r}")
-    size = entry["size_bytes"]
-    expected_size = math.prod(shape) * dtype.itemsize
-    if size != expected_size:
-        raise NeffError(
-            f"{where}: weight {name!r} claims {size!r} bytes, but {entry['dtype']}{shape} "
-            f"needs {expected_size}"
-        )
-    if entry["file"] != WEIGHTS_DIR + name + WEIGHT_FILE_SUFFIX:
-        raise NeffError(
-            f"{where}: weight {name!r} names file {entry['file']!r}, "
-            f"expected {WEIGHTS_DIR + name + WEIGHT_FILE_SUFFIX!r}"
-        )
-    if not isinstance(entry["sha256"], str):
-        raise NeffError(f"{where}: weight {name!r} has a non-string sha256")
-    return name, dtype, tuple(shape), size
-
-
 def decode_weight(
     buffer: bytearray | memoryview, offset: int, dtype: np.dtype, shape: tuple[int, ...]
 ) -> np.ndarray:

@@ -28,7 +28,6 @@ from torchneuron.neff.container import (
     Neff,
     canonical_json,
     check_extra_file_path,
-    check_weight_variables,
 )
 from torchneuron.neff.errors import NeffError
 from torchneuron.neff.header import (
@@ -39,6 +38,7 @@ from torchneuron.neff.header import (
     encode_c_string,
     pack_header,
 )
+from torchneuron.neff.schema import check_json_members, parse_json
 from torchneuron.neff.weights import encode_weight
 
 DEFAULT_GZIP_LEVEL = 6
@@ -65,8 +65,13 @@ def _as_bytes(value: Any, what: str) -> bytes:
     return bytes(value)
 
 
+# The JSON members in the order ``check_json_members`` takes them.
+JSON_MEMBERS = (MANIFEST_PATH, DEFINITION_PATH, WEIGHT_INDEX_PATH)
+
+
 def build_members(neff: Neff) -> dict[str, bytes]:
-    """Every tarball member of ``neff``, path -> bytes, sorted by path (validates input)."""
+    """Every tarball member of ``neff``, path -> bytes, sorted by path, after checking
+    everything the reader checks about them (``NeffError`` otherwise)."""
     if not isinstance(neff, Neff):
         raise NeffError(f"write_neff expects a Neff, got {type(neff).__name__}")
     members = {
@@ -86,15 +91,18 @@ def build_members(neff: Neff) -> dict[str, bytes]:
     members[WEIGHT_INDEX_PATH] = canonical_json(
         {"byte_order": "little", "weights": entries}, "weight index"
     )
-    check_weight_variables(
-        neff.definition, {entry["file"]: entry for entry in entries}, "definition (sg00/def.json)"
-    )
     if not isinstance(neff.extra_files, dict):
         raise NeffError(
             f"extra_files must be a dict of path -> bytes, got {type(neff.extra_files).__name__}"
         )
-    for path, data in neff.extra_files.items():
-        members[check_extra_file_path(path)] = _as_bytes(data, f"extra file {path!r}")
+    extra_files = {
+        check_extra_file_path(path): _as_bytes(data, f"extra file {path!r}")
+        for path, data in neff.extra_files.items()
+    }
+    members.update(extra_files)
+    # What the reader will parse and check, checked the same way: the writer never
+    # writes a NEFF that the reader refuses.
+    check_json_members(*(parse_json(members[path], path) for path in JSON_MEMBERS), extra_files)
     return dict(sorted(members.items()))
 
 
