@@ -35,13 +35,15 @@ from typing import Any
 from torchneuron.estimate.scheduler import SCHEDULE_FORMAT, SCHEDULE_PATH, SCHEDULE_VERSION
 from torchneuron.neff.container import DEFINITION_PATH, MANIFEST_PATH, WEIGHT_INDEX_PATH
 from torchneuron.neff.errors import NeffError
+from torchneuron.neff.tarball import MAX_JSON_MEMBER_BYTES
 from torchneuron.neff.weights import WEIGHT_NAME_PATTERN, weight_file_path
 from torchneuron.target.dtypes import NEFF_DTYPES
 from torchneuron.target.engines import COMPUTE_ENGINES, ENGINES
 from torchneuron.target.hardware import CHIPS
 
-# Limits on a JSON member as text and as values.
-MAX_JSON_BYTES = 64 << 20
+# Limits on a JSON member as text (the tarball's, which refuses larger ones before
+# decompressing them) and as values.
+MAX_JSON_BYTES = MAX_JSON_MEMBER_BYTES
 MAX_JSON_VALUES = 1 << 22  # numbers, strings, lists and objects in one member
 # Limits on one value.
 MAX_DEPTH = 32  # nesting of lists and objects (the compiler writes at most 5)
