@@ -158,8 +158,10 @@ class NeffCache:
         self._warned_corrupt = False
         # False once a write or lock failed: memory only from then on (reads go on).
         self.disk_writable = self.directory is not None
-        # (key, sha256 of the NEFF) of every entry refused: not read or loaded again.
+        # Entries refused, not read or loaded again (a read-only folder keeps them): by
+        # (key, sha256 of the NEFF), and by the identity of the file read.
         self._refused: set[tuple[str, str]] = set()
+        self._refused_files: set[FileIdentity] = set()
 
     @property
     def memory_entries(self) -> int:
@@ -305,6 +307,8 @@ class NeffCache:
         try:
             with open(path, "rb") as handle:
                 identity = file_identity(os.fstat(handle.fileno()))
+                if identity in self._refused_files:
+                    return None
                 data = handle.read()
         except (FileNotFoundError, NotADirectoryError):
             return None
@@ -359,6 +363,8 @@ class NeffCache:
             self._memory.pop(key)
             if neff is not None:
                 self._refused.add((key, hashlib.sha256(neff).hexdigest()))
+            if identity is not None:
+                self._refused_files.add(identity)
             warn = not self._warned_corrupt
             self._warned_corrupt = True
         if path is not None and identity is not None:
