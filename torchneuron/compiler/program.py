@@ -6,7 +6,8 @@ them with each argument's shape and dtype. Results that are run-time checks (a 0
 bool that must be true, ``lowering.checks``) carry ``neuron.check = "<message>"`` and
 ``neuron.check_error = "<kind>"``; ``checks_of`` reads them. ``portable_artifact`` writes
 the program as the StableHLO portable artifact the executor reads, without our
-bookkeeping attributes.
+bookkeeping attributes, and registers its bytes as trusted with the runtime's program
+verifier (``runtime/verifier.py``), so loading it in this process starts no child.
 """
 
 from __future__ import annotations
@@ -164,12 +165,18 @@ def portable_artifact(module: ir.Module) -> bytes:
         strip_annotations(clone)
         text = str(clone)
     try:
-        return _stablehlo.serialize_portable_artifact_str(text, stablehlo_target_version())
+        artifact = _stablehlo.serialize_portable_artifact_str(text, stablehlo_target_version())
     except Exception as exc:
         raise LoweringError(
             f"could not serialize the program as a StableHLO {stablehlo_target_version()} "
             f"portable artifact: {exc}"
         ) from None
+    # Bytes our serializer wrote from a module our pipeline built: the runtime may read
+    # them in this process without its verifier's child process.
+    from torchneuron.runtime.verifier import trust_program
+
+    trust_program(artifact)
+    return artifact
 
 
 def strip_annotations(module: ir.Module) -> None:

@@ -8,7 +8,9 @@ same program (same NEFF hash, or the same program with other weights) compile on
 An executor offers three things, so a new mode (a timing-only "null" executor)
 is one more class in the table:
 
-- ``prepare(program, label) -> PreparedProgram``: check and compile (cached);
+- ``prepare(program, label) -> PreparedProgram``: verify (``verifier.verified_program``:
+  a NEFF's program is parsed in a child process, and XLA compiles only the canonical
+  bytes the verifier wrote) and compile (cached);
 - ``upload_weight(array)``: a device-resident copy of a weight, made once at load;
 - ``make_runner(prepared, argument_plan, input_types, weight_buffers)``: a function
   from the input arrays (already validated) to the output arrays, with everything
@@ -40,7 +42,8 @@ import numpy as np
 from torchneuron import settings
 from torchneuron.lru import LRU
 from torchneuron.runtime.errors import NeuronRuntimeError
-from torchneuron.runtime.program import ProgramSignature, TensorType, program_signature
+from torchneuron.runtime.program import ProgramSignature, TensorType
+from torchneuron.runtime.verifier import start_verifier_for, verified_program
 from torchneuron.target.dtypes import numpy_dtype
 
 SINGLE_THREADED_XLA_FLAGS = ("--xla_cpu_multi_thread_eigen=false",)
@@ -156,18 +159,22 @@ class XlaCpuExecutor:
         cached = PROGRAM_CACHE.get(key)
         if cached is not None:
             return cached
-        signature = program_signature(program, label)
-        self._start()
+        if not self.started:
+            start_verifier_for(program)  # the child starts up while XLA does
+            self._start()
+        verified = verified_program(program, label)
         started = time.perf_counter()
         try:
             executable = self._backend.compile_and_load(
-                bytes(program), self._backend.devices()[:1], self._xla_client.CompileOptions()
+                verified.program, self._backend.devices()[:1], self._xla_client.CompileOptions()
             )
         except Exception as error:  # XLA raises its own runtime error types
             raise NeuronRuntimeError(
                 f"{label}: XLA could not compile the program: {str(error).strip()}"
             ) from None
-        prepared = PreparedProgram(digest, signature, executable, time.perf_counter() - started)
+        prepared = PreparedProgram(
+            digest, verified.signature, executable, time.perf_counter() - started
+        )
         PROGRAM_CACHE.put(key, prepared)
         return prepared
 

@@ -1,6 +1,7 @@
 """The "null" executor: load and execute NEFFs for timing and memory only, without numbers.
 
-``load_neff(neff, executor="null")`` checks the NEFF and its program's signature,
+``load_neff(neff, executor="null")`` checks the NEFF, verifies its program exactly like
+the XLA executor (``verifier.verified_program``) and checks its signature,
 accounts HBM exactly like the XLA executor, and its ``execute`` returns zero-filled
 outputs of the declared shapes and dtypes at once. Nothing is compiled and no weight
 is copied, so estimating, profiling and memory checks of large programs stay cheap;
@@ -21,7 +22,8 @@ from torchneuron.runtime.executor import (
     PreparedProgram,
     Runner,
 )
-from torchneuron.runtime.program import TensorType, program_signature
+from torchneuron.runtime.program import TensorType
+from torchneuron.runtime.verifier import verified_program
 from torchneuron.target.dtypes import numpy_dtype
 
 NULL_EXECUTOR = "null"
@@ -38,7 +40,8 @@ class NullExecutor:
         cached = PROGRAM_CACHE.get(key)
         if cached is not None:
             return cached
-        prepared = PreparedProgram(digest, program_signature(program, label), None, 0.0)
+        signature = verified_program(program, label).signature
+        prepared = PreparedProgram(digest, signature, None, 0.0)
         PROGRAM_CACHE.put(key, prepared)
         return prepared
 
