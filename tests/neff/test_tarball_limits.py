@@ -386,3 +386,10 @@ def test_uncompressed_writable_tarball_is_not_copied(sample_neff):
     tarball = open_tarball(memoryview(buffer)[HEADER_SIZE:])
     tarball.data[0:1] = b"X"
     assert buffer[HEADER_SIZE] == ord("X")
+
+
+def test_longest_extra_file_path_fits_the_header_limit(sample_neff):
+    path = "a" * 127 + "/" + "b" * 127  # 255 characters: a pax header
+    sample_neff.extra_files = {path: b"data"}
+    stored = memoryview(write_neff(sample_neff))[HEADER_SIZE:]
+    assert path in open_tarball(stored).members

@@ -54,8 +54,9 @@ MAX_JSON_MEMBER_BYTES = 32 * MiB
 # regions stay in the program, hence the generous bound.
 MAX_PROGRAM_BYTES = 256 * MiB
 MAX_EXTRA_FILE_BYTES = 256 * MiB
-# pax and GNU extended headers carry one path of at most 255 characters.
-MAX_HEADER_BYTES = 64 * 1024
+# One member's headers: the writer's are at most 1.5 KiB (a pax header for a path of up
+# to 255 characters), so MAX_MEMBERS members carry at most 400 MB of headers.
+MAX_HEADER_BYTES = 4 * 1024
 # Deflate's largest expansion: one 258-byte match coded in 2 bits.
 MAX_DEFLATE_RATIO = 1032
 # Output zlib may hold back (a match in progress, bits already consumed), with margin.
