@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from torchneuron.neff import Neff, NeffError, read_neff, write_neff
-from torchneuron.runtime import load_neff, verifier
+from torchneuron.runtime import clear_executable_cache, load_neff, verifier
 from torchneuron.runtime.verifier import VerifierProcess
 
 from .conftest import binary_neff, portable_artifact, tensor_type, variable
@@ -54,8 +54,9 @@ func.func @main(%x: {F32_2x2}) -> {F32_2x2} {{
 
 @pytest.fixture(autouse=True)
 def fresh_verification():
-    """Every test starts with nothing verified or trusted in this process."""
+    """Every test starts with nothing verified, trusted or compiled in this process."""
     verifier.clear_verified_programs()
+    clear_executable_cache()
     yield
     verifier.clear_verified_programs()
 
