@@ -47,7 +47,8 @@ LARGEST_CORE_HBM_BYTES = max(
 DEFAULT_MAX_TOTAL_BYTES = LARGEST_CORE_HBM_BYTES
 # The largest JSON member the compiler writes is the weight index (about 300 bytes per
 # weight) or the schedule (about 4.5 KiB per transformer layer): 32 MiB holds some
-# 100 000 weights or 7 000 layers, yet parsing it stays well under a gigabyte.
+# 100 000 weights or 7 000 layers, and json.loads of the worst 32 MiB ("[[],[],...]")
+# takes 740 MiB of Python objects.
 MAX_JSON_MEMBER_BYTES = 32 * MiB
 # Programs hold no weights (externalize-constants moves constants over 1 KiB out of the
 # entry block): a 24-layer transformer's program is 27 KB. Constants inside nested
