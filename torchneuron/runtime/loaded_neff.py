@@ -1,7 +1,9 @@
 """Loading a NEFF onto an emulated NeuronCore and executing it.
 
-``load_neff`` checks the NEFF against the core (target, LNC), its ``sg00/def.json``
-against its weights and its program's ``@main`` signature, accounts the program
+``load_neff`` checks the NEFF against the core (target, LNC), has its program verified
+(``runtime/verifier.py``: parsed in a child process, checked against the allowlist of
+ops, re-serialized), checks its ``sg00/def.json`` against its weights and its program's
+``@main`` signature, accounts the program
 and every weight against the core's HBM, compiles the program (cached) and
 uploads the weights once. ``LoadedNeff.execute`` validates the inputs, accounts
 the execution's input and output buffers against HBM for the duration of the
@@ -100,7 +102,9 @@ def load_neff(
     ``core`` is a device index into the visible cores (or a ``NeuronCore``). Raises
     ``NeuronRuntimeError`` for a NEFF that does not fit this topology or is internally
     inconsistent, ``NeuronOutOfMemoryError`` when its weights do not fit in HBM (nothing
-    stays allocated then), and ``NeffError`` for a file that is not a valid NEFF.
+    stays allocated then), and ``NeffError`` for a file that is not a valid NEFF or whose
+    program the verifier refuses (``runtime/verifier.py``: an op outside the allowlist, a
+    program that crashed or hung the verifier's child process).
     """
     neff = _as_neff(neff_or_source)
     target_core = core if isinstance(core, NeuronCore) else get_core(core)

@@ -1,8 +1,12 @@
-"""Reading the @main signature of a NEFF's program (StableHLO portable artifact or MLIR text).
+"""The @main signature of a program: its types, and reading it from trusted bytes.
 
 The runtime checks the signature against ``sg00/def.json`` at load time, so a NEFF
 whose metadata disagrees with its program fails with a message naming the argument,
 instead of an opaque XLA error at the first execution.
+
+``program_signature`` parses the program in this process: it is for bytes our own
+serializer wrote in this process only (``verifier.trust_program``). A NEFF's program
+from anywhere else is parsed by the verifier's child process (``runtime/verifier.py``).
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ class ProgramSignature:
 
 
 def program_signature(program: bytes, label: str) -> ProgramSignature:
-    """The argument and result types of ``@main``; NeuronRuntimeError if unreadable."""
+    """The argument and result types of ``@main`` of trusted bytes; NeuronRuntimeError
+    if unreadable."""
     # Imported here: the MLIR bindings are only needed when a program is first prepared.
     from torch_mlir import ir
     from torch_mlir._mlir_libs import _stablehlo
