@@ -477,3 +477,16 @@ def test_read_only_cache_dir_eager_and_torch_compile_work_with_one_warning(tmp_p
     assert {k: results[k] for k in EXPECTED} == EXPECTED
     assert stderr.count("cannot be written") == 1, stderr
     assert "Traceback" not in stderr
+
+
+def test_clear_keeps_a_young_temporary_file_of_a_write_in_progress(tmp_path):
+    cache = NeffCache(tmp_path)
+    key = key_for("clear")
+    cache.put(key, small_neff("a"))
+    young, old = (cache.path_for(key).parent / f".{key}.neff.{n}.tmp" for n in ("young", "old"))
+    young.write_bytes(b"half")
+    old.write_bytes(b"half")
+    hour_ago = time.time() - cache_entry.STALE_TEMPORARY_SECONDS - 1
+    os.utime(old, (hour_ago, hour_ago))
+    cache.clear()
+    assert cache.disk_entries() == [] and young.exists() and not old.exists()

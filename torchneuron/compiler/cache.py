@@ -56,7 +56,6 @@ from typing import Any, TypeVar
 from torchneuron import settings
 from torchneuron.compiler.cache_entry import (
     CACHE_FORMAT,
-    TEMPORARY_SUFFIX,
     BadEntry,
     FileIdentity,
     atomic_write,
@@ -262,16 +261,15 @@ class NeffCache:
         self._memory.clear()
 
     def clear(self) -> None:
-        """Forget every entry, in memory and on disk (and any temporary files)."""
+        """Forget every entry, in memory and on disk (and stale temporary files; a young
+        one may be another process's write in progress)."""
         self.clear_memory()
         if self.directory is not None and self.directory.is_dir():
-            pattern = f"*/*{ENTRY_SUFFIX}"
-            for path in [
-                *self.directory.glob(pattern),
-                *self.directory.glob(f"*/.*{TEMPORARY_SUFFIX}"),
-            ]:
+            for path in self.directory.glob(f"*/*{ENTRY_SUFFIX}"):
                 with contextlib.suppress(OSError):
                     path.unlink()
+            for folder in self.directory.iterdir():
+                remove_stale_temporaries(folder)
 
     def disk_entries(self) -> list[Path]:
         if self.directory is None or not self.directory.is_dir():
