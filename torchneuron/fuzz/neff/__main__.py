@@ -121,10 +121,11 @@ def fuzz(args: argparse.Namespace, mutators: tuple[str, ...]) -> int:
         f"{rate / pool.workers:.1f} per worker; corpus ready in {corpus_seconds:.1f} s; "
         f"{pool.restarts} worker restarts"
     )
-    summary = findings.write_summary(header)
+    summary = findings.write_summary(header, wall)
     print(header)
     print()
     print(findings.table())
+    print(findings.refusal_stages())
     print()
     print(findings.distinct())
     print(f"\nsummary: {summary}")

@@ -125,10 +125,14 @@ class CaseMaker:
     def text_entry(self) -> CorpusEntry | None:
         return next((entry for entry in self.corpus if entry.program_text), None)
 
-    def make(self, seed: int, index: int) -> Case:
+    def choose(self, seed: int, index: int) -> tuple[random.Random, CorpusEntry, Mutator]:
+        """The case's generator, after it drew the seed NEFF and the mutator."""
         rng = random.Random(f"neff-fuzz:{seed}:{index}")
         entry = rng.choice(self.corpus)
-        mutator = MUTATORS[rng.choice(self.mutators)]
+        return rng, entry, MUTATORS[rng.choice(self.mutators)]
+
+    def make(self, seed: int, index: int) -> Case:
+        rng, entry, mutator = self.choose(seed, index)
         case = Case(seed, index, entry.name, mutator.name, entry.neff, "seed unchanged",
                     mutator.forbidden, mutator.hook)  # fmt: skip
         if mutator.function is not None:

@@ -57,7 +57,7 @@ class _Silent(Exception):
 
 
 class _Worker:
-    def __init__(self, corpus_dir: str, mutators: tuple[str, ...], memory_mib: int):
+    def __init__(self, corpus_dir: str, mutators: tuple[str, ...], memory_mib: int, cli: bool):
         environment = dict(os.environ)
         environment.update(WORKER_ENVIRONMENT)
         handle, self.log_path = tempfile.mkstemp(prefix="neff-fuzz-worker-", suffix=".log")
@@ -65,7 +65,7 @@ class _Worker:
         log_fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "torchneuron.fuzz.neff.worker", corpus_dir,
-             ",".join(mutators), str(memory_mib)],
+             ",".join(mutators), str(memory_mib), "cli" if cli else "no-cli"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=log_fd,
@@ -233,7 +233,9 @@ class WorkerPool:
                             worker.close()
                             with lock:
                                 self.restarts += 1
-                        worker = _Worker(self.corpus_dir, self.mutators, self.memory_mib)
+                        worker = _Worker(
+                            self.corpus_dir, self.mutators, self.memory_mib, self.cli_every > 0
+                        )
                     cli = bool(self.cli_every) and index % self.cli_every == self.cli_every - 1
                     report = worker.run(seed, index, cli, self.timeout)
                     if report.outcome in ("crash", "hang"):

@@ -43,6 +43,7 @@ class Findings:
         self.mutator_option = mutator_option
         self.counts: dict[str, Counter] = defaultdict(Counter)
         self.failures: dict[str, list[dict]] = defaultdict(list)
+        self.refused_at: Counter = Counter()
         self.seconds = 0.0
         self.total = 0
 
@@ -50,6 +51,8 @@ class Findings:
         self.total += 1
         self.seconds += report.seconds
         self.counts[report.mutator][report.outcome] += 1
+        if report.outcome == "refused":
+            self.refused_at[report.stage] += 1
         if report.outcome in CLEAN:
             return
         record = {
@@ -129,8 +132,24 @@ class Findings:
             lines.append(f"        {first['command']}")
         return "\n".join(lines)
 
-    def write_summary(self, header: str) -> Path:
+    def refusal_stages(self) -> str:
+        stages = ", ".join(f"{stage} {count}" for stage, count in self.refused_at.most_common())
+        return f"refused at: {stages or 'none'}"
+
+    def write_summary(self, header: str, seconds: float) -> Path:
+        """``summary.txt`` (what is printed) and ``counts.json`` (for scripts and tests)."""
         self.out.mkdir(parents=True, exist_ok=True)
         path = self.out / "summary.txt"
-        path.write_text(f"{header}\n\n{self.table()}\n\n{self.distinct()}\n")
+        path.write_text(
+            f"{header}\n\n{self.table()}\n{self.refusal_stages()}\n\n{self.distinct()}\n"
+        )
+        counts = {
+            "cases": self.total,
+            "seconds": round(seconds, 3),
+            "outcomes": dict(sum(self.counts.values(), Counter())),
+            "by_mutator": {name: dict(outcomes) for name, outcomes in self.counts.items()},
+            "refused_at": dict(self.refused_at),
+            "distinct_failures": {key: len(records) for key, records in self.failures.items()},
+        }
+        (self.out / "counts.json").write_text(json.dumps(counts, indent=2, sort_keys=True) + "\n")
         return path

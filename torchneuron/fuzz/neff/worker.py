@@ -1,9 +1,9 @@
 """A NEFF fuzz worker process: makes and runs the cases the parent names, one per line.
 
-    python -m torchneuron.fuzz.neff.worker CORPUS_DIR MUTATORS MEMORY_MIB
+    python -m torchneuron.fuzz.neff.worker CORPUS_DIR MUTATORS MEMORY_MIB [cli]
 
 Protocol (``pool.WorkerPool``): the worker prints ``{"event": "ready"}`` once its
-imports are done. For each input line ``{"seed", "index", "cli"}`` it prints
+imports are done (with ``cli``, after one ``neuronc`` warm-up run). For each input line ``{"seed", "index", "cli"}`` it prints
 ``{"event": "case", "mutator", "entry", "note", "forbidden"}`` once the case is made,
 ``{"event": "stage", "stage"}`` before each stage, and ``{"event": "done", "result"}``
 at the end, so a death or a silence is attributed to its case and stage. Events go to
@@ -36,6 +36,7 @@ def _cap_memory(headroom_mib: int) -> None:
 
 def main(argv: list[str]) -> int:
     corpus_dir, mutators, memory_mib = argv[0], tuple(argv[1].split(",")), int(argv[2])
+    cli = len(argv) > 3 and argv[3] == "cli"
     events = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
@@ -47,7 +48,14 @@ def main(argv: list[str]) -> int:
     from .corpus import load_corpus
     from .execute import leak_detail, run_case
 
-    maker = CaseMaker(load_corpus(corpus_dir), mutators)
+    corpus = load_corpus(corpus_dir)
+    maker = CaseMaker(corpus, mutators)
+    if cli:
+        # neuronc's first use imports torch and the compiler (seconds): done here, so it
+        # is never timed as part of a case.
+        from .execute import run_cli
+
+        run_cli(corpus[0].neff, lambda name: None, False)
 
     def emit(event: dict) -> None:
         events.write(json.dumps(event) + "\n")
@@ -68,6 +76,9 @@ def main(argv: list[str]) -> int:
         try:
             case = maker.make(task["seed"], task["index"])
         except Exception as error:  # noqa: BLE001 - a bug of the fuzzer, reported as such
+            _, entry, mutator = maker.choose(task["seed"], task["index"])
+            emit({"event": "case", "mutator": mutator.name, "entry": entry.name,
+                  "note": "", "forbidden": False})  # fmt: skip
             detail = leak_detail("make", error)
             emit({"event": "done", "result": {"outcome": "fuzzer-error", **detail}})
             continue
