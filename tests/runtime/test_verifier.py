@@ -209,7 +209,7 @@ MUTATIONS_SCRIPT = textwrap.dedent(
         f"  return %1 : {t}\\n}}"
     )
     refused = accepted = 0
-    for position in [109, 43, 242, *range(0, len(program), 7)]:
+    for position in [109, 43, 242, *range(0, len(program), 13)]:
         for flip in (0xFF, 0x01):
             mutated = bytearray(program)
             mutated[position % len(program)] ^= flip
@@ -234,7 +234,7 @@ def test_one_byte_mutations_are_refused_or_accepted_never_fatal():
     )
     assert done.returncode == 0, done.stderr[-2000:]
     refused, accepted, starts = map(int, done.stdout.split())
-    assert refused > 0 and refused + accepted >= 80
+    assert refused > 0 and refused + accepted >= 40
 
 
 def test_mutated_program_in_a_neff_file_is_refused_at_load(tmp_path, own_verifier):
