@@ -174,7 +174,7 @@ class NeffCache:
     def __repr__(self) -> str:
         where = self.directory if self.directory is not None else "memory only"
         if self.directory is not None and not self.disk_writable:
-            where = f"{where} (read only)"
+            where = f"{where} (not writable)"
         return f"<NeffCache {where}: {len(self._memory)} in memory, {self.stats}>"
 
     # -- lookups ------------------------------------------------------------
