@@ -294,13 +294,13 @@ def update(
     directory = Path(directory)
     current = golden_artifacts(program, example_inputs, **options)
     result = compare(current, directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    from torchneuron.cli.files import atomic_write, output_folder
+
+    output_folder(directory, "golden folder")
     for file_name in result.diffs:
         path = directory / file_name
         if file_name in current:
-            temporary = path.with_name(f".{file_name}.tmp")
-            temporary.write_text(current[file_name])
-            temporary.replace(path)
+            atomic_write(path, current[file_name], "golden file")
         else:
             path.unlink(missing_ok=True)
     result.written = bool(result.diffs)
