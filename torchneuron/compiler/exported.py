@@ -6,7 +6,10 @@ weights, so the compiled program needs only the user's inputs at run time.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,20 +35,53 @@ class ExportedGraph:
 
 
 def load_exported_program(path: str | Path) -> ExportedProgram:
+    """The program saved at ``path``; ProgramLoadError naming the file if it is not one."""
     path = Path(path)
-    if not path.is_file():
+    if path.is_dir():
+        raise ProgramLoadError(f"{path}: is a folder, not a torch.export program (.pt2 file)")
+    if not path.exists():
         raise ProgramLoadError(f"{path}: no such file")
+    try:
+        is_zip = zipfile.is_zipfile(path)
+    except OSError as error:
+        raise ProgramLoadError(f"{path}: cannot read ({error.strerror or error})") from None
     # torch.export.load logs a traceback of its own for a file that is no archive.
-    if not zipfile.is_zipfile(path):
+    if not is_zip:
         raise ProgramLoadError(
             f"{path}: not a torch.export program saved with torch.export.save (not a zip archive)"
         )
+    with _torch_export_log_captured() as logged:
+        try:
+            return torch.export.load(str(path))
+        except MemoryError:
+            raise
+        except Exception as exc:
+            # torch logs the real cause, then raises "check the warnings above".
+            cause = logged[-1] if logged else exc
+            raise ProgramLoadError(
+                f"{path}: not a torch.export program saved with torch.export.save ({cause})"
+            ) from None
+
+
+@contextlib.contextmanager
+def _torch_export_log_captured() -> Iterator[list[BaseException]]:
+    """Keep torch.export's logger from printing while a program loads; collect the
+    exceptions it logs (its traceback of a failed load) instead."""
+    logger = logging.getLogger("torch.export")
+    captured: list[BaseException] = []
+
+    class Capture(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.exc_info and record.exc_info[1] is not None:
+                captured.append(record.exc_info[1])
+
+    saved = logger.handlers[:], logger.propagate
+    logger.handlers[:] = [Capture()]
+    logger.propagate = False
     try:
-        return torch.export.load(str(path))
-    except Exception as exc:
-        raise ProgramLoadError(
-            f"{path}: not a torch.export program saved with torch.export.save ({exc})"
-        ) from None
+        yield captured
+    finally:
+        logger.handlers[:], logger.propagate = saved
 
 
 def exported_graph(program: ExportedProgram) -> ExportedGraph:
