@@ -297,12 +297,15 @@ class profile:
             },
         }
 
+    def chrome_trace_text(self) -> str:
+        """``chrome_trace()`` as the JSON text of a trace file."""
+        return json.dumps(self.chrome_trace(), separators=(",", ":")) + "\n"
+
     def export_chrome_trace(self, path: str | os.PathLike[str]) -> None:
         """Write ``chrome_trace()`` as JSON to ``path``; the Perfetto UI and chrome://tracing
         load it."""
         with open(path, "w", encoding="utf-8") as file:
-            json.dump(self.chrome_trace(), file, separators=(",", ":"))
-            file.write("\n")
+            file.write(self.chrome_trace_text())
 
 
 def _metadata(name: str, pid: int, tid: int | None, args: dict) -> dict:
