@@ -10,20 +10,40 @@ neuronc profile model.neff -o trace.json      # Perfetto/Chrome trace, one lane 
 neuronc estimate model.pt2 --target trn2 --target trn3   # side by side, no NEFF written
 neuronc golden update model.pt2 --dir goldens/model   # write normalized IR of each stage
 neuronc golden check  model.pt2 --dir goldens/model   # exit 1 with a diff if it changed
+
+Every failure is one line on stderr, ``neuronc: error: <what and where>``, never a
+traceback; files are written atomically (cli/files.py), so a failed command leaves
+nothing behind. Exit statuses: 0 success; 1 a failure (or a golden check that differs);
+2 a bad command line; 70 an internal error (a bug: the line says how to report it);
+130 interrupted (Ctrl-C); 141 the reader of stdout went away (``neuronc inspect x.neff |
+head``), which ends the command quietly, with the status a shell reports for a tool that
+SIGPIPE ended.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import re
 import sys
 from pathlib import Path
-
-import numpy as np
 
 from torchneuron.errors import TorchNeuronError, one_line
 
 from .estimate import estimate_command
+from .files import (
+    FileProblem,
+    atomic_write,
+    check_output_file,
+    describe_os_error,
+    output_folder,
+)
+from .passes import check_pipeline
+from .run import profile_command, run_command, use_chip_of
 from .usage import UsageError
+
+__all__ = ["main", "use_chip_of"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -33,23 +53,64 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+# Where an internal error (a bug) asks to be reported.
+REPORT_BUG = "please report it with the command line and the output of `neuronc --traceback ...`"
+INTERNAL_ERROR_STATUS = 70  # EX_SOFTWARE of sysexits.h
+INTERRUPTED_STATUS = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C ended
+CLOSED_PIPE_STATUS = 141  # 128 + SIGPIPE, as a shell reports `yes | head -1`'s yes
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command; every failure ends as one ``neuronc: error:`` line, never a traceback."""
+    try:
+        status = _main(argv)
+        sys.stdout.flush()  # inside the guard, so a closed pipe is met here
+        return status
+    except BrokenPipeError:
+        # Python would report the unflushed output at exit ("Exception ignored ...");
+        # what is left goes nowhere instead.
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        return CLOSED_PIPE_STATUS
+
+
+def _main(argv: list[str] | None) -> int:
+    args = None
     try:
         args = _parser().parse_args(argv)
         return args.handler(args)
     except UsageError as error:
         return _fail(error, 2)
-    # OSError: files the command opens or writes; MemoryError: an input too big for the host.
-    except (TorchNeuronError, OSError, MemoryError) as error:
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        # Files the command opens or writes that no check above caught.
+        where = f"{error.filename}: " if error.filename is not None else ""
+        return _fail(f"{where}{describe_os_error(error)}", 1)
+    except TorchNeuronError as error:
         return _fail(error, 1)
+    except MemoryError:
+        return _fail("out of host memory (MemoryError); the input is too big for this machine", 1)
+    except RecursionError:
+        return _fail("input nested too deeply for this process (RecursionError)", 1)
     except KeyboardInterrupt:
-        return _fail("interrupted", 130)
+        return _fail("interrupted", INTERRUPTED_STATUS)
+    except Exception as error:
+        if args is not None and args.traceback:
+            raise
+        return _fail(
+            f"internal error ({type(error).__name__}: {one_line(error)}); {REPORT_BUG}",
+            INTERNAL_ERROR_STATUS,
+        )
 
 
 def _fail(error: BaseException | str, status: int) -> int:
-    text = error if isinstance(error, str) else one_line(error)
-    print(f"neuronc: error: {text}", file=sys.stderr)
+    text = one_line(error) if isinstance(error, BaseException) else " ".join(error.split())
+    # A stderr that is closed too leaves nothing to tell; the status still says it.
+    with contextlib.suppress(OSError, ValueError):
+        print(f"neuronc: error: {text}", file=sys.stderr)
     return status
 
 
@@ -58,6 +119,11 @@ def _parser() -> argparse.ArgumentParser:
     from torchneuron.compiler.stages import BY_NAME, REENTERABLE, STAGES
 
     parser = _Parser(prog="neuronc", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--traceback",
+        action="store_true",
+        help="on an internal error, show Python's traceback (for a bug report)",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     compile_cmd = commands.add_parser(
@@ -99,7 +165,10 @@ def _parser() -> argparse.ArgumentParser:
     inspect_cmd = commands.add_parser("inspect", help="describe a NEFF")
     inspect_cmd.add_argument("neff")
     inspect_cmd.add_argument(
-        "--kernels", default="30", metavar="N|all", help="schedule rows to show (default 30)"
+        "--kernels",
+        default="30",
+        metavar="N|all",
+        help="schedule rows to show: a count (0: none) or all (default 30)",
     )
     inspect_cmd.set_defaults(handler=_inspect)
 
@@ -122,7 +191,7 @@ def _parser() -> argparse.ArgumentParser:
         default="kernel",
         help="rows of the printed table (default: kernel)",
     )
-    profile_cmd.set_defaults(handler=_profile)
+    profile_cmd.set_defaults(handler=profile_command)
 
     estimate_cmd = commands.add_parser(
         "estimate", help="estimate latency, MFU and HBM of a program on one or more targets"
@@ -153,7 +222,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run_cmd.add_argument("--output-dir", help="write each output as <name>.npy here")
     run_cmd.add_argument("--core", type=int, default=0, help="logical NeuronCore index")
-    run_cmd.set_defaults(handler=_run)
+    run_cmd.set_defaults(handler=run_command)
 
     golden_cmd = commands.add_parser(
         "golden", help="golden-IR checks: has the compiled program changed?"
@@ -183,6 +252,13 @@ def _compile(args) -> int:
         raise UsageError("compile needs -o/--output or --emit STAGE")
     if args.weights and not args.from_stage:
         raise UsageError("--weights goes with --from (a .pt2 program holds its weights)")
+    if args.emit and args.output:
+        raise UsageError("--emit stops before the NEFF stage; drop -o or --emit")
+    check_pipeline(args.passes)
+    if args.output:
+        check_output_file(args.output, "-o")
+    if args.dump_dir:
+        output_folder(args.dump_dir, "--dump-dir")
     options = {
         "target": args.target,
         "pipeline": args.passes,
@@ -198,10 +274,7 @@ def _compile(args) -> int:
         if not compiled.artifacts[args.emit].endswith("\n"):
             sys.stdout.write("\n")
     if args.output:
-        if compiled.neff is None:
-            raise UsageError("--emit stops before the NEFF stage; drop -o or --emit")
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(Path(args.output), compiled.neff)
+        atomic_write(args.output, compiled.neff, "-o")
         print(
             f"wrote {args.output} ({len(compiled.neff)} bytes, target {args.target})",
             file=sys.stderr,
@@ -236,6 +309,8 @@ def _compile_artifact(args, options: dict):
         text = path.read_text()
     except UnicodeDecodeError:
         raise UsageError(f"{path}: not MLIR text (--from {args.from_stage})") from None
+    except OSError as error:
+        raise FileProblem(f"{path}: cannot read ({describe_os_error(error)})") from None
     # The dump's own name: mlp.stablehlo.mlir -> mlp.
     name = args.name or path.name.removesuffix(f".{BY_NAME[args.from_stage].suffix}")
     if name == path.name:
@@ -249,140 +324,23 @@ def _inspect(args) -> int:
 
     if args.kernels == "all":
         limit = None
+    elif re.fullmatch(r"[0-9]+", args.kernels):  # 0: no rows, only the summary
+        # (a count past any schedule is all of it; int() refuses 4,300 digits and more)
+        limit = int(args.kernels) if len(args.kernels) <= 18 else None
     else:
-        try:
-            limit = int(args.kernels)
-        except ValueError:
-            raise UsageError(f"--kernels {args.kernels!r}: expected a number or 'all'") from None
+        raise UsageError(f"--kernels {args.kernels!r}: expected a count (0 or more) or 'all'")
     print(describe(read_neff(args.neff), max_kernels=limit))
-    return 0
-
-
-def _profile(args) -> int:
-    from torchneuron import profiler
-    from torchneuron.compiler import tensors
-    from torchneuron.neff import read_neff
-
-    if args.iterations < 1:
-        raise UsageError(f"--iterations must be at least 1, got {args.iterations}")
-    neff = read_neff(args.neff)
-    manifest = neff.manifest
-    use_chip_of(manifest)
-    from torchneuron.runtime import load_neff
-
-    loaded = load_neff(neff, core=args.core, executor="xla" if args.execute else "null")
-    inputs = [
-        np.zeros(spec["shape"], tensors.numpy_dtype(spec["dtype"]))
-        for spec in manifest.get("signature", {}).get("inputs", [])
-    ]
-    with profiler.profile() as prof:
-        for _ in range(args.iterations):
-            loaded.execute(inputs)
-    if loaded.schedule is None:
-        print(
-            f"neuronc: warning: {args.neff} has no schedule; device times are unknown",
-            file=sys.stderr,
-        )
-    print(prof.table(group_by=args.group_by))
-    if args.output:
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        prof.export_chrome_trace(args.output)
-        print(f"wrote {args.output} (open it in https://ui.perfetto.dev)", file=sys.stderr)
-    return 0
-
-
-def use_chip_of(manifest: dict) -> None:
-    """Emulate the chip (and LNC) the NEFF was built for, unless the user's environment
-    names a chip; the user's own settings keep precedence."""
-    from torchneuron import settings
-    from torchneuron.target.topology import build_topology, environment, set_topology
-
-    user = environment()
-    if "target" not in manifest or settings.TARGET in user:
-        return
-    values = {settings.TARGET: str(manifest["target"])}
-    if "lnc" in manifest:
-        values[settings.LNC] = str(manifest["lnc"])
-    set_topology(build_topology(values | user))
-
-
-def _run(args) -> int:
-    from torchneuron.compiler import tensors
-    from torchneuron.neff import read_neff
-    from torchneuron.runtime import load_neff
-
-    neff = read_neff(args.neff)
-    inputs = neff.manifest["signature"]["inputs"]
-    expected = [spec["name"] for spec in inputs]
-    given = {}
-    positional = [item for item in args.input if "=" not in item]
-    if positional and len(positional) != len(args.input):
-        raise UsageError("give every --input as NAME=FILE.npy, or every one as FILE.npy in order")
-    if positional:
-        if len(positional) > len(expected):
-            raise UsageError(
-                f"{len(positional)} inputs given; the program takes "
-                f"{len(expected)}: {', '.join(expected) or 'none'}"
-            )
-        given = dict(zip(expected, positional))
-    for item in args.input if not positional else ():
-        name, _, file = item.partition("=")
-        if not name or not file:
-            raise UsageError(f"--input {item!r}: expected NAME=FILE.npy")
-        if name in given:
-            raise UsageError(f"--input {name} given twice")
-        given[name] = file
-    unknown = sorted(set(given) - set(expected))
-    if unknown:
-        raise UsageError(
-            f"unknown input(s) {', '.join(unknown)}; the program takes: "
-            f"{', '.join(expected) or 'no inputs'}"
-        )
-    missing = [n for n in expected if n not in given]
-    if missing:
-        raise UsageError(f"missing input(s): {', '.join(missing)} (pass --input NAME=FILE.npy)")
-    arrays = []
-    for spec in inputs:
-        file = given[spec["name"]]
-        try:
-            array = np.load(file, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise UsageError(
-                f"--input {spec['name']}={file}: cannot read .npy file ({exc})"
-            ) from None
-        expected_dtype = tensors.numpy_dtype(spec["dtype"])
-        if array.dtype != expected_dtype:
-            raise UsageError(
-                f"--input {spec['name']}={file}: dtype {array.dtype}, "
-                f"the program expects {spec['dtype']}"
-            )
-        if list(array.shape) != list(spec["shape"]):
-            raise UsageError(
-                f"--input {spec['name']}={file}: shape {list(array.shape)}, "
-                f"the program expects {spec['shape']}"
-            )
-        arrays.append(array)
-    outputs = load_neff(neff, core=args.core).execute(arrays)
-    out_dir = Path(args.output_dir) if args.output_dir else None
-    if out_dir:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    for spec, value in zip(neff.manifest["signature"]["outputs"], outputs):
-        if out_dir:
-            np.save(out_dir / f"{spec['name']}.npy", value, allow_pickle=False)
-        print(f"{spec['name']}: {spec['dtype']}{spec['shape']}")
-        if not out_dir:
-            print(
-                np.array2string(
-                    np.asarray(value, dtype=np.float64) if value.dtype.kind == "V" else value,
-                    threshold=20,
-                )
-            )
     return 0
 
 
 def _golden(args) -> int:
     from torchneuron import golden
 
+    check_pipeline(args.passes)
+    if args.golden_action == "update":
+        output_folder(args.dir, "--dir")
+    elif Path(args.dir).exists() and not Path(args.dir).is_dir():
+        raise FileProblem(f"--dir {args.dir}: a file, not a folder of goldens")
     options = {
         "name": args.name or Path(args.program).stem,
         "target": args.target,
@@ -402,12 +360,6 @@ def _golden(args) -> int:
         return 0
     sys.stdout.write(result.report() + "\n")
     return 1
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .passes import check_pipeline
 from .usage import UsageError
 
 
@@ -23,6 +24,7 @@ def estimate_command(args) -> int:
     targets = args.target or ["trn2"]
     if len(set(targets)) != len(targets):
         raise UsageError(f"--target given twice: {', '.join(targets)}")
+    check_pipeline(args.passes)
     program_path = Path(args.program)
     graph = exported_graph(load_exported_program(program_path))
     start = time.perf_counter()
