@@ -148,6 +148,7 @@ def portable_artifact(module: ir.Module) -> bytes:
     """The module as a StableHLO portable artifact the executor's jaxlib can read."""
     from torch_mlir._mlir_libs import _stablehlo
 
+    check_allowed_ops(module)
     func = main_function(module)
     text = str(module)
     if (
@@ -177,6 +178,39 @@ def portable_artifact(module: ir.Module) -> bytes:
 
     trust_program(artifact)
     return artifact
+
+
+def check_allowed_ops(module: ir.Module) -> None:
+    """``LoweringError`` naming every op of ``module`` that the runtime's program verifier
+    refuses, so the compiler never writes a NEFF that another process would not load
+    (the in-process runtime trusts what the compiler serialised without re-verifying)."""
+    from torchneuron.runtime.verifier_allowlist import (
+        ALLOWED_CUSTOM_CALL_TARGETS,
+        ALLOWED_OPS,
+        EXCLUDED_OPS,
+    )
+
+    refused: dict[str, str] = {}
+
+    def visit(op) -> ir.WalkResult:
+        operation = op.operation
+        name = operation.name
+        if name == "stablehlo.custom_call":
+            target = ir.StringAttr(operation.attributes["call_target_name"]).value
+            if target not in ALLOWED_CUSTOM_CALL_TARGETS:
+                refused[f"{name} @{target}"] = EXCLUDED_OPS[name]
+        elif name not in ALLOWED_OPS:
+            refused[name] = EXCLUDED_OPS.get(name, "it is not in the runtime's op allowlist")
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    if refused:
+        first = next(iter(refused))
+        raise LoweringError(
+            f"the program uses {', '.join(sorted(refused))}, which the runtime's program "
+            f"verifier refuses ({first}: {refused[first]}; "
+            "torchneuron/runtime/verifier_allowlist.py)"
+        )
 
 
 def strip_annotations(module: ir.Module) -> None:
