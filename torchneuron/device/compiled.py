@@ -92,7 +92,7 @@ def run_compiled(
     entry = cache.get(key)
     if entry is None:
         try:
-            entry = _compile(plan, values, key, tensors, scalars)
+            entry = _compile(plan, values, key, tensors, scalars, device)
         except MetaRejected as rejection:
             # The shape function refused the call: the CPU kernel decides. It raises
             # PyTorch's own error for a bad call; if it accepts, this signature runs on host.
@@ -276,7 +276,7 @@ def _scalar_dtype(value: Any, tensors: list) -> np.dtype:
     return arrays.numpy_dtype(torch.get_default_dtype())
 
 
-def _compile(plan: OpPlan, values: list, key: tuple, tensors: list, scalars: list):
+def _compile(plan: OpPlan, values: list, key: tuple, tensors: list, scalars: list, device: int):
     """Trace and compile one call signature; remember the result (or why it runs on host)."""
     from torchneuron.compiler import eager
 
@@ -301,6 +301,7 @@ def _compile(plan: OpPlan, values: list, key: tuple, tensors: list, scalars: lis
             specs + [eager.TensorSpec((), (), arrays.torch_dtype(d)) for d in scalar_dtypes],
             traced_fn,
             output_count,
+            core=device,
         )
         entry = Entry(
             compiled, scalar_dtypes, fresh, mutated_shapes, divisor=_divisor(plan, values)
