@@ -131,6 +131,11 @@ CASES = {
         2,
         ["--passes 'no-such-pass'", "unknown pass", "fold-constants"],
     ),
+    "--passes leaving non-StableHLO ops": (
+        ["compile", "affine.pt2", "-o", "o.neff", "--passes", "cse"],
+        1,
+        ["arith.constant"],
+    ),
     "estimate --passes empty": (["estimate", "affine.pt2", "--passes", " "], 2, ["--passes ' '"]),
     ".pt2 that is a zip of something else": (
         ["compile", "junk.pt2", "-o", "o.neff"],
