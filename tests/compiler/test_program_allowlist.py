@@ -56,3 +56,14 @@ def test_compiler_refuses_to_serialize_an_op_the_verifier_refuses(text, named):
 def test_compiler_serializes_an_allowed_program():
     artifact = portable_artifact(_module(_ADD))
     assert artifact[:4] == b"ML\xefR"
+
+
+def test_compiler_names_the_pass_missing_when_ops_of_another_dialect_remain():
+    text = """
+func.func @main(%arg0: tensor<3xf32>) -> tensor<3xf32> {
+  %0 = arith.addf %arg0, %arg0 : tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+"""
+    with pytest.raises(LoweringError, match=r"arith\.addf.*put legalize-to-stablehlo first"):
+        portable_artifact(_module(text))

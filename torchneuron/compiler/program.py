@@ -205,6 +205,17 @@ def check_allowed_ops(module: ir.Module) -> None:
 
     module.operation.walk(visit)
     if refused:
+        foreign = sorted(
+            {name.split(".", 1)[0] for name in refused} - {"stablehlo", "func", "builtin"}
+        )
+        if foreign:
+            # Ops of other dialects are leftovers of the import that the pass pipeline
+            # did not rewrite (a custom --passes without legalize-to-stablehlo).
+            raise LoweringError(
+                f"the program still holds {', '.join(sorted(refused))}: a NEFF holds "
+                f"StableHLO only, and the pass pipeline left {', '.join(foreign)} ops; "
+                "put legalize-to-stablehlo first in the pipeline"
+            )
         first = next(iter(refused))
         raise LoweringError(
             f"the program uses {', '.join(sorted(refused))}, which the runtime's program "
