@@ -354,9 +354,6 @@ class Record(Node):
     def check(self, value: Any, path: tuple) -> None:
         if type(value) is not dict:
             raise _kind_error(value, path, "an object")
-        for key in self.required:
-            if key not in value:
-                raise _Invalid(path, f"lacks the required key {key!r}")
         if len(value) > MAX_ITEMS:
             raise _Invalid(path, f"is {show(value)}, more than {MAX_ITEMS} keys")
         for key, item in value.items():
@@ -368,6 +365,9 @@ class Record(Node):
                 _ANY_KEY.check(key, (*path, key))
                 node = self.others
             node.check(item, (*path, key))
+        for key in self.required:
+            if key not in value:
+                raise _Invalid(path, f"lacks the required key {key!r}")
         if self.then is not None:
             self.then(value, path)
 
