@@ -29,7 +29,10 @@ def main(argv: list[str] | None = None) -> int:
         "--workers", type=int, default=os.cpu_count() or 1, help="worker processes (default: CPUs)"
     )
     parser.add_argument(
-        "--timeout", type=float, default=20.0, help="seconds before a case is a hang (default 20)"
+        "--timeout",
+        type=float,
+        default=60.0,
+        help="seconds before a case is a hang (default 60: above the runtime verifier's own 20 s + start-up limits)",
     )
     parser.add_argument("--out", type=Path, default=Path("neff-fuzz-out"), help="reproducers here")
     parser.add_argument("--mutators", help="comma-separated mutator names (default: all)")

@@ -280,9 +280,11 @@ def program_bytes(rng: random.Random, draft: Draft, context) -> tuple[bytes, str
     if member is None:
         return json_bytes(rng, draft, context)
     data = bytearray(member.data)
-    choice = rng.randrange(6)
+    # Mostly flips: a program one byte off is what a bad disk or a bad copy makes, and
+    # what gets furthest into the bytecode reader.
+    choice = rng.choices(range(6), weights=(10, 2, 2, 1, 2, 1))[0]
     if choice == 0:
-        positions = [rng.randrange(len(data)) for _ in range(rng.choice([1, 1, 2, 4, 8]))]
+        positions = [rng.randrange(len(data)) for _ in range(rng.choice([1, 1, 1, 2, 4, 8]))]
         for position in positions:
             data[position] ^= 1 << rng.randrange(8) if rng.random() < 0.5 else rng.randint(1, 255)
         note = f"bytes {positions[:4]} flipped"

@@ -201,7 +201,7 @@ class WorkerPool:
         mutators: tuple[str, ...],
         *,
         workers: int = 1,
-        timeout: float = 20.0,
+        timeout: float = 60.0,
         memory_mib: int = 4096,
         cli_every: int = 0,
     ):
