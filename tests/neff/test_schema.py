@@ -282,7 +282,7 @@ def test_describe_never_sees_malformed_estimates_or_memory_plans(
 def test_describe_of_an_unwritten_neff_refuses_a_malformed_schedule(compiled):
     neff = copy.copy(compiled)
     neff.extra_files = {SCHEDULE_PATH: b'{"format": "torchneuron-schedule", "kernels": 3}'}
-    with pytest.raises(NeffError, match="^sg00/schedule.json: the top level lacks the required"):
+    with pytest.raises(NeffError, match="^sg00/schedule.json: kernels is 3, expected a list"):
         describe(neff)
 
 
