@@ -38,6 +38,20 @@ def _small_model() -> Neff:
         definition={
             "variables": [
                 {
+                    "name": "x",
+                    "kind": "input",
+                    "shape": [1, 2],
+                    "dtype": "float32",
+                    "size_bytes": 8,
+                },
+                {
+                    "name": "y",
+                    "kind": "output",
+                    "shape": [1, 1],
+                    "dtype": "float32",
+                    "size_bytes": 4,
+                },
+                {
                     "name": "weight",
                     "kind": "weight",
                     "shape": [1, 2],

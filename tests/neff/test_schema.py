@@ -188,6 +188,19 @@ def test_reader_refuses_shape_with_a_non_size(compiled, dimension, shown):
     assert "expected an integer" in text or "less than 0" in text
 
 
+def test_reader_refuses_a_manifest_without_signature(compiled):
+    manifest = member(compiled, MANIFEST)
+    del manifest["signature"]
+    refused(
+        signed(compiled, {MANIFEST: encoded(manifest)}),
+        "manifest.json: the top level lacks the required key 'signature'",
+    )
+    neff = copy.copy(compiled)
+    neff.manifest = manifest
+    with pytest.raises(NeffError, match="^manifest.json: the top level lacks the required key"):
+        write_neff(neff)
+
+
 def test_reader_refuses_unknown_dtype(compiled):
     refused(
         with_field(compiled, MANIFEST, ("signature", "inputs", 0, "dtype"), "bogus"),

@@ -54,7 +54,7 @@ def test_unsupported_weights_are_rejected(program, array, fragment):
         ({"manifest": [1]}, "manifest must be a dict, got list"),
         ({"manifest": {"x": object()}}, "manifest is not JSON-serialisable"),
         ({"manifest": {"x": float("nan")}}, "manifest is not JSON-serialisable"),
-        ({"definition": {"variables": {}}}, "'variables' must be a list"),
+        ({"definition": {"variables": {}}}, "variables is an object with 0 keys, expected a list"),
         ({"compression": "zstd"}, "compression 'zstd' is not one of gzip, none"),
         ({"weights": [np.zeros(1)]}, "weights must be a dict"),
     ],

@@ -42,6 +42,20 @@ def variable(name: str, kind: str, shape: Sequence[int], dtype: str) -> dict:
     return entry
 
 
+def signature(variables: list[dict], checks: Sequence[int] = ()) -> dict:
+    """The manifest's signature for ``variables``: inputs, and the outputs that are not
+    the run-time checks at positions ``checks`` among the outputs."""
+    outputs = [v for v in variables if v["kind"] == "output"]
+    return {
+        "inputs": [spec(v) for v in variables if v["kind"] == "input"],
+        "outputs": [spec(v) for i, v in enumerate(outputs) if i not in checks],
+    }
+
+
+def spec(variable: dict) -> dict:
+    return {key: variable[key] for key in ("name", "shape", "dtype")}
+
+
 def make_neff(
     name: str,
     body: str,
@@ -65,7 +79,12 @@ def make_neff(
     text = f"func.func @main({params}) -> ({result_types}) {{\n{body}\n}}\n"
     neff = Neff(
         name=name,
-        manifest={"target": target, "lnc": lnc, "name": name},
+        manifest={
+            "target": target,
+            "lnc": lnc,
+            "name": name,
+            "signature": signature(variables),
+        },
         definition={"variables": variables, "dma_queues": []},
         program=portable_artifact(text),
         weights=dict(weights or {}),

@@ -17,7 +17,7 @@ from torchneuron.neff import NeffError, read_neff, write_neff
 from torchneuron.runtime import load_neff
 from torchneuron.runtime.errors import NeuronCheckError, NeuronIndexError
 
-from .conftest import make_neff, variable
+from .conftest import make_neff, signature, variable
 
 MESSAGE = "index out of bounds for dimension 0 with size 3"
 
@@ -27,18 +27,18 @@ def checked_neff(checks, *, check_shape=(), check_dtype="bool", roundtrip=True):
     body = "  return %x, %ok : tensor<3xf32>, " + (
         "tensor<i1>" if check_shape == () and check_dtype == "bool" else "tensor<2xi1>"
     )
-    neff = make_neff(
-        "checked",
-        body,
-        [
-            variable("x", "input", (3,), "float32"),
-            variable("ok", "input", check_shape, check_dtype),
-            variable("out", "output", (3,), "float32"),
-            variable("check0", "output", check_shape, check_dtype),
-        ],
-        roundtrip=False,
+    variables = [
+        variable("x", "input", (3,), "float32"),
+        variable("ok", "input", check_shape, check_dtype),
+        variable("out", "output", (3,), "float32"),
+        variable("check0", "output", check_shape, check_dtype),
+    ]
+    neff = make_neff("checked", body, variables, roundtrip=False)
+    # Every well-formed check here names output 1 (check0): it leaves the signature.
+    outputs = signature(variables, checks=(1,) if checks else ())
+    neff = dataclasses.replace(
+        neff, manifest={**neff.manifest, "checks": checks, "signature": outputs}
     )
-    neff = dataclasses.replace(neff, manifest={**neff.manifest, "checks": checks})
     return read_neff(write_neff(neff)) if roundtrip else neff
 
 

@@ -15,7 +15,7 @@ from torchneuron.neff import Neff, NeffError, read_neff, write_neff
 from torchneuron.runtime import clear_executable_cache, load_neff, verifier
 from torchneuron.runtime.verifier import VerifierProcess
 
-from .conftest import binary_neff, portable_artifact, tensor_type, variable
+from .conftest import binary_neff, portable_artifact, signature, tensor_type, variable
 
 F32_2x2 = tensor_type([2, 2], "float32")
 LAPACK_PROGRAM = f"""
@@ -72,15 +72,14 @@ def own_verifier(monkeypatch):
 
 def neff_file(tmp_path, name: str, program: bytes) -> str:
     """A real .neff file: a 2x2 float32 input x, one output, and ``program``."""
+    variables = [
+        variable("x", "input", [2, 2], "float32"),
+        variable("out", "output", [2, 2], "float32"),
+    ]
     neff = Neff(
         name=name,
-        manifest={"target": "trn2", "lnc": 2, "name": name},
-        definition={
-            "variables": [
-                variable("x", "input", [2, 2], "float32"),
-                variable("out", "output", [2, 2], "float32"),
-            ]
-        },
+        manifest={"target": "trn2", "lnc": 2, "name": name, "signature": signature(variables)},
+        definition={"variables": variables},
         program=program,
         weights={},
         lnc_size=2,

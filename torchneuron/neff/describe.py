@@ -157,11 +157,10 @@ def describe(neff: Neff, max_kernels: int | None = 30) -> str:
         lines.append(f"pipeline: {manifest['pipeline']}")
     if "source_hash" in manifest:
         lines.append(f"source_hash: {manifest['source_hash']}")
-    if "signature" in manifest:
-        lines.append("signature:")
-        for role in ("inputs", "outputs"):
-            specs = manifest["signature"][role]
-            lines.append(f"  {role + ':':<9}" + (", ".join(map(_tensor_type, specs)) or "-"))
+    lines.append("signature:")
+    for role in ("inputs", "outputs"):
+        specs = manifest["signature"][role]
+        lines.append(f"  {role + ':':<9}" + (", ".join(map(_tensor_type, specs)) or "-"))
     checks = manifest.get("checks")
     if checks:
         lines.append("run-time checks (output: error raised when false):")

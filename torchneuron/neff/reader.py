@@ -48,7 +48,7 @@ from torchneuron.neff.schema import (
     parse_json,
     show,
 )
-from torchneuron.neff.tarball import DEFAULT_MAX_TOTAL_BYTES, decompress, list_members
+from torchneuron.neff.tarball import DEFAULT_MAX_TOTAL_BYTES, open_tarball
 from torchneuron.neff.weights import WEIGHTS_DIR, decode_weight
 from torchneuron.target.dtypes import NEFF_DTYPES
 
@@ -73,6 +73,8 @@ def read_neff(
             data = _read_file(path)
         except OSError as error:
             raise NeffError(f"cannot read NEFF file {path}: {error.strerror or error}") from None
+        except MemoryError:
+            raise NeffError(f"not enough memory to read NEFF file {path}") from None
         try:
             return parse_neff(data, max_total_bytes=max_total_bytes)
         except NeffError as error:
@@ -161,9 +163,12 @@ def parse_neff(
     """``read_neff`` for bytes already in memory."""
     view = memoryview(data).cast("B")
     header = check_header(view)
-    compression, tarball = decompress(view[HEADER_SIZE:], max_total_bytes)
-    members = list_members(tarball)
-    return _build_neff(header, compression, tarball, members)
+    compression, tarball, members = open_tarball(view[HEADER_SIZE:], max_total_bytes)
+    try:
+        return _build_neff(header, compression, tarball, members)
+    except MemoryError:
+        pass  # raised outside the handler, so what was built so far is freed first
+    raise NeffError(f"not enough memory to read the NEFF's {len(tarball)}-byte tarball")
 
 
 def _load_json_object(tarball: memoryview, members: dict[str, tuple[int, int]], path: str) -> dict:

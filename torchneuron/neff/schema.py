@@ -501,9 +501,8 @@ CHECK = Record(
 SIGNATURE = Record({"inputs": Array(TENSOR_SPEC), "outputs": Array(TENSOR_SPEC)})
 
 MANIFEST = Record(
-    {},
+    {"signature": SIGNATURE},  # what a caller needs to run the program (neuronc run)
     {
-        "signature": SIGNATURE,
         "format": Choice((MANIFEST_FORMAT,)),
         "name": Text(MAX_NAME),
         "target": TARGET,
@@ -598,8 +597,6 @@ def _check_signature(manifest: dict, variables: list[dict], check_outputs: set[i
         "inputs": [v for v in variables if v["kind"] == "input"],
         "outputs": [v for i, v in enumerate(outputs) if i not in check_outputs],
     }
-    if "signature" not in manifest:
-        return
     for role, variables_of_role in declared.items():
         specs = manifest["signature"][role]
         if len(specs) != len(variables_of_role):

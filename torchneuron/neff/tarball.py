@@ -257,7 +257,7 @@ def _walk(source: _Source) -> dict[str, tuple[int, int]]:
                 members[path] = (info.offset_data, info.size)
                 source.read_limit = tar.offset + MAX_HEADER_BYTES
             archive_end = tar.offset
-    except (tarfile.TarError, EOFError, UnicodeError, ValueError, OSError) as error:
+    except (tarfile.TarError, EOFError, UnicodeError, ValueError, OverflowError, OSError) as error:
         raise NeffError(f"tarball is not a valid tar archive ({error})") from None
     except RecursionError:
         raise NeffError("tarball is not a valid tar archive (nested extended headers)") from None

@@ -39,6 +39,7 @@ from torchneuron.neff.header import (
     pack_header,
 )
 from torchneuron.neff.schema import check_json_members, parse_json
+from torchneuron.neff.tarball import member_limit
 from torchneuron.neff.weights import encode_weight
 
 DEFAULT_GZIP_LEVEL = 6
@@ -100,6 +101,12 @@ def build_members(neff: Neff) -> dict[str, bytes]:
         for path, data in neff.extra_files.items()
     }
     members.update(extra_files)
+    for path, data in members.items():
+        kind, limit = member_limit(path)
+        if len(data) > limit:
+            raise NeffError(
+                f"{path} is {len(data)} bytes, more than the {limit}-byte limit for {kind}"
+            )
     # What the reader will parse and check, checked the same way: the writer never
     # writes a NEFF that the reader refuses.
     check_json_members(*(parse_json(members[path], path) for path in JSON_MEMBERS), extra_files)

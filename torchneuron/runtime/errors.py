@@ -12,10 +12,18 @@ from __future__ import annotations
 import threading
 
 from torchneuron.errors import TorchNeuronError
+from torchneuron.neff.errors import NeffError
 
 
 class NeuronRuntimeError(TorchNeuronError):
     """A NEFF could not be loaded or executed: bad inputs, a malformed program, a wrong target."""
+
+
+class InvalidNeffError(NeffError, NeuronRuntimeError):
+    """A NEFF cannot be loaded: its parts disagree (def.json against its program or its
+    weights), its program is refused or does not compile, or it was built for another
+    chip. A ``NeffError`` (the one error type for a NEFF that is wrong) and, for callers
+    of the loader, a ``NeuronRuntimeError``."""
 
 
 class NeuronCheckError(TorchNeuronError):

@@ -41,7 +41,7 @@ import numpy as np
 
 from torchneuron import settings
 from torchneuron.lru import LRU
-from torchneuron.runtime.errors import NeuronRuntimeError
+from torchneuron.runtime.errors import InvalidNeffError, NeuronRuntimeError
 from torchneuron.runtime.program import ProgramSignature, TensorType
 from torchneuron.runtime.verifier import start_verifier_for, verified_program
 from torchneuron.target.dtypes import numpy_dtype
@@ -169,7 +169,7 @@ class XlaCpuExecutor:
                 verified.program, self._backend.devices()[:1], self._xla_client.CompileOptions()
             )
         except Exception as error:  # XLA raises its own runtime error types
-            raise NeuronRuntimeError(
+            raise InvalidNeffError(
                 f"{label}: XLA could not compile the program: {str(error).strip()}"
             ) from None
         prepared = PreparedProgram(

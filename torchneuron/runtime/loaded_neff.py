@@ -45,7 +45,12 @@ import numpy as np
 from torchneuron.estimate.scheduler import SCHEDULE_PATH, Schedule
 from torchneuron.runtime import null_executor  # registers the "null" executor
 from torchneuron.runtime.core import NeuronCore, get_core
-from torchneuron.runtime.errors import CHECK_ERRORS, NeuronCheckError, NeuronRuntimeError
+from torchneuron.runtime.errors import (
+    CHECK_ERRORS,
+    InvalidNeffError,
+    NeuronCheckError,
+    NeuronRuntimeError,
+)
 from torchneuron.runtime.executor import DEFAULT_EXECUTOR, PreparedProgram, get_executor
 from torchneuron.runtime.program import TensorType
 from torchneuron.settings import LNC, TARGET
@@ -168,7 +173,7 @@ class LoadedNeff:
 
         program = neff.program
         if not isinstance(program, (bytes, bytearray, memoryview)) or len(program) == 0:
-            raise NeuronRuntimeError(f"{self.label} has no program")
+            raise InvalidNeffError(f"{self.label} has no program")
         self.prepared: PreparedProgram = executor.prepare(program, self.label)
         self._check_signature(arguments, program_outputs)
 
@@ -215,13 +220,13 @@ class LoadedNeff:
         core = self.core
         target = self.manifest.get("target")
         if target is not None and target != core.target:
-            raise NeuronRuntimeError(
+            raise InvalidNeffError(
                 f"{self.label} was compiled for {target}, but {core.description} is a "
                 f"{core.target}: recompile for {core.target}, or set {TARGET}={target}"
             )
         lnc = self.manifest.get("lnc", getattr(neff, "lnc_size", None))
         if lnc is not None and lnc != core.lnc:
-            raise NeuronRuntimeError(
+            raise InvalidNeffError(
                 f"{self.label} was compiled for LNC={lnc}, but {core.description} runs at "
                 f"LNC={core.lnc}: recompile with LNC={core.lnc}, or set {LNC}={lnc}"
             )
@@ -232,7 +237,7 @@ class LoadedNeff:
             return 0
         size = plan.get("temporaries_bytes") if isinstance(plan, dict) else None
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-            raise NeuronRuntimeError(
+            raise InvalidNeffError(
                 f"{self.label}: sg00/def.json memory_plan.temporaries_bytes is {size!r}, "
                 "not a byte count"
             )
@@ -241,33 +246,33 @@ class LoadedNeff:
     def _parse_variables(self) -> list[VariableSpec]:
         variables = self.definition.get("variables")
         if not isinstance(variables, list):
-            raise NeuronRuntimeError(f"{self.label}: sg00/def.json has no 'variables' list")
+            raise InvalidNeffError(f"{self.label}: sg00/def.json has no 'variables' list")
         specs: list[VariableSpec] = []
         seen: set[str] = set()
         for position, variable in enumerate(variables):
             where = f"{self.label}: sg00/def.json variables[{position}]"
             if not isinstance(variable, dict):
-                raise NeuronRuntimeError(f"{where} is not an object")
+                raise InvalidNeffError(f"{where} is not an object")
             kind = variable.get("kind")
             if kind not in ("input", "output", "weight"):
                 continue
             name = variable.get("name")
             if not isinstance(name, str) or not name:
-                raise NeuronRuntimeError(f"{where} ({kind}) has no name")
+                raise InvalidNeffError(f"{where} ({kind}) has no name")
             if name in seen:
-                raise NeuronRuntimeError(f"{where}: variable name {name!r} appears twice")
+                raise InvalidNeffError(f"{where}: variable name {name!r} appears twice")
             seen.add(name)
             where = f"{self.label}: {kind} {name!r}"
             shape = variable.get("shape")
             if not isinstance(shape, (list, tuple)) or not all(
                 isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
             ):
-                raise NeuronRuntimeError(f"{where} has shape {shape!r}, not a list of sizes >= 0")
-            dtype = numpy_dtype(variable.get("dtype"), where, error=NeuronRuntimeError)
+                raise InvalidNeffError(f"{where} has shape {shape!r}, not a list of sizes >= 0")
+            dtype = numpy_dtype(variable.get("dtype"), where, error=InvalidNeffError)
             nbytes = math.prod(shape) * dtype.itemsize
             declared = variable.get("size_bytes")
             if declared is not None and declared != nbytes:
-                raise NeuronRuntimeError(
+                raise InvalidNeffError(
                     f"{where} declares size_bytes {declared}, but "
                     f"{variable['dtype']}{list(shape)} takes {nbytes} bytes"
                 )
@@ -288,13 +293,13 @@ class LoadedNeff:
     def _weight_array(self, neff: Any, spec: VariableSpec) -> np.ndarray:
         weights = neff.weights or {}
         if spec.name not in weights:
-            raise NeuronRuntimeError(
+            raise InvalidNeffError(
                 f"{self.label}: weight {spec.name!r} is declared in def.json but the NEFF "
                 f"holds no data for it (weights present: {sorted(weights) or 'none'})"
             )
         array = np.asarray(weights[spec.name])
         if array.shape != spec.shape or array.dtype != spec.numpy_dtype:
-            raise NeuronRuntimeError(
+            raise InvalidNeffError(
                 f"{self.label}: weight {spec.name!r} holds {dtype_name(array.dtype)}"
                 f"{list(array.shape)}, but def.json declares {spec.dtype}{list(spec.shape)}"
             )
@@ -307,13 +312,13 @@ class LoadedNeff:
             ("results", outputs, signature.results),
         ):
             if len(declared) != len(actual):
-                raise NeuronRuntimeError(
+                raise InvalidNeffError(
                     f"{self.label}: the program's @main has {len(actual)} {what}, but def.json "
                     f"declares {len(declared)} ({', '.join(str(s) for s in declared) or 'none'})"
                 )
             for position, (spec, program_type) in enumerate(zip(declared, actual)):
                 if spec.tensor_type != program_type:
-                    raise NeuronRuntimeError(
+                    raise InvalidNeffError(
                         f"{self.label}: @main {what[:-1]} {position} is {program_type}, but "
                         f"def.json declares {spec}"
                     )

@@ -45,8 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from torchneuron.lru import LRU
-from torchneuron.neff.errors import NeffError
-from torchneuron.runtime.errors import NeuronRuntimeError
+from torchneuron.runtime.errors import InvalidNeffError, NeuronRuntimeError
 from torchneuron.runtime.program import ProgramSignature, TensorType, program_signature
 from torchneuron.runtime.verifier_allowlist import (
     ALLOWED_CUSTOM_CALL_TARGETS,
@@ -78,7 +77,7 @@ TRUSTED_CAPACITY = 1 << 16
 VERIFIED_CAPACITY = 512
 
 
-class ProgramRefusedError(NeffError, NeuronRuntimeError):
+class ProgramRefusedError(InvalidNeffError):
     """A NEFF's program could not be verified, or is not one the runtime runs."""
 
 

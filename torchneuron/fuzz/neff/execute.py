@@ -31,14 +31,17 @@ from pathlib import Path
 import numpy as np
 
 from torchneuron.neff import NeffError, describe, read_neff
-from torchneuron.runtime.errors import NeuronCheckError
+from torchneuron.runtime.errors import NeuronCheckError, out_of_memory_error_type
 
 # stage -> exception types that mean "the NEFF was refused as it should be"
+# A NEFF too big for the core's free HBM is not a wrong file: the runtime refuses it with
+# its out-of-memory error (a torch.OutOfMemoryError), as it would a valid large model.
+_OUT_OF_MEMORY = out_of_memory_error_type()
 REFUSALS: dict[str, tuple[type[BaseException], ...]] = {
     "read": (NeffError,),
     "describe": (NeffError,),
-    "load": (NeffError,),
-    "execute": (NeffError,),
+    "load": (NeffError, _OUT_OF_MEMORY),
+    "execute": (NeffError, _OUT_OF_MEMORY),
 }
 # stage -> exception types that mean the program ran as built (not a failure at all)
 RAN_ANYWAY: dict[str, tuple[type[BaseException], ...]] = {"execute": (NeuronCheckError,)}
