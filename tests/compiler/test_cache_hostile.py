@@ -426,6 +426,9 @@ def test_swapped_entry_in_eager_mode_still_computes_x_times_2(tmp_path):
     assert third["compiles"] == 0 and third["corrupt"] == 0 and "corrupt" not in stderr
 
 
+# Slow (three eager subprocesses); test_entry_that_reads_but_does_not_load_is_recompiled_once
+# covers the same healing in-process.
+@pytest.mark.slow
 def test_entry_that_fails_to_load_in_eager_mode_is_recompiled_and_replaced(tmp_path):
     cache_dir = tmp_path / "cache"
     run_program(cache_dir)
