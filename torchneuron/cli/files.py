@@ -8,12 +8,11 @@ temporary file is removed.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import secrets
 from pathlib import Path
 
 from torchneuron.errors import TorchNeuronError
+from torchneuron.files import write_atomically
 
 
 class FileProblem(TorchNeuronError):
@@ -57,32 +56,12 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str, option: str) -
     path = Path(path)
     if path.is_dir():
         raise FileProblem(f"{option} {path}: is a folder; give a file name")
-    folder = output_folder(path.parent, option, named=path)
+    output_folder(path.parent, option, named=path)  # checked (and made) first
     payload = data.encode() if isinstance(data, str) else data
-    # A fresh name per write, so concurrent writers of one file never share a temporary;
-    # os.open's mode 0o666 lets the umask decide permissions, as a plain open would.
-    temporary = folder / f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
     try:
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        write_atomically(path, payload)
     except OSError as error:
         raise FileProblem(f"{option} {path}: cannot write ({describe_os_error(error)})") from None
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(payload)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except OSError as error:
-        _remove(temporary)
-        raise FileProblem(f"{option} {path}: cannot write ({describe_os_error(error)})") from None
-    except BaseException:
-        _remove(temporary)
-        raise
-
-
-def _remove(temporary: Path) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(temporary)
 
 
 def check_output_file(path: str | os.PathLike[str], option: str) -> None:

@@ -26,16 +26,16 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import tempfile
 import time
 from pathlib import Path
+
+from torchneuron.files import TEMPORARY_SUFFIX, write_atomically
 
 # Bump when the layout of entries or keys changes (2: entries carry their key).
 CACHE_FORMAT = 2
 ENTRY_MAGIC = b"torchneuron-cache-entry"
 # The header line is ~170 bytes; a file without a newline this early is not an entry.
 MAX_ENTRY_HEADER = 256
-TEMPORARY_SUFFIX = ".tmp"
 # A temporary file this old belongs to a writer that died (a write takes milliseconds).
 STALE_TEMPORARY_SECONDS = 3600.0
 
@@ -94,19 +94,7 @@ def file_identity(stat: os.stat_result) -> FileIdentity:
 def atomic_write(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` whole or not at all (temporary file, fsync, rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(
-        prefix=f".{path.name}.", suffix=TEMPORARY_SUFFIX, dir=path.parent
-    )
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+    write_atomically(path, data)
 
 
 def remove_stale_temporaries(folder: Path) -> None:

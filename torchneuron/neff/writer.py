@@ -14,11 +14,11 @@ import hashlib
 import io
 import operator
 import os
-import secrets
 import tarfile
 from pathlib import Path
 from typing import Any
 
+from torchneuron.files import write_atomically
 from torchneuron.neff.container import (
     COMPRESSIONS,
     DEFINITION_PATH,
@@ -200,15 +200,7 @@ def write_neff(
 
 
 def write_file_atomically(path: Path, data: bytes) -> None:
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
     try:
-        # os.open with mode 0o666 lets the umask decide permissions, as a plain open would.
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        with os.fdopen(descriptor, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
+        write_atomically(path, data)
     except OSError as error:
-        temporary.unlink(missing_ok=True)
         raise NeffError(f"cannot write NEFF file {path}: {error}") from None
