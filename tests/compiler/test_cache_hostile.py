@@ -408,6 +408,9 @@ def entries_by_program(cache_dir: Path) -> dict[str, Path]:
     return found
 
 
+# Slow (eager subprocesses); test_entry_copied_over_another_keys_file_is_refused_and_replaced
+# covers the same behaviour in-process.
+@pytest.mark.slow
 def test_swapped_entry_in_eager_mode_still_computes_x_times_2(tmp_path):
     cache_dir = tmp_path / "cache"
     first, _ = run_program(cache_dir)
@@ -456,6 +459,9 @@ EXPECTED = {
 }
 
 
+# Slow (eager subprocesses); test_file_at_the_cache_path_means_memory_only_with_one_warning
+# covers the same behaviour in-process.
+@pytest.mark.slow
 def test_file_at_the_cache_path_eager_and_torch_compile_work_with_one_warning(tmp_path):
     blocker = tmp_path / "cache"
     blocker.write_text("not a folder")
