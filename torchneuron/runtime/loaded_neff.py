@@ -105,11 +105,12 @@ def load_neff(
     """Load a NEFF (a ``Neff``, NEFF bytes, or a path to a .neff file) onto a visible core.
 
     ``core`` is a device index into the visible cores (or a ``NeuronCore``). Raises
-    ``NeuronRuntimeError`` for a NEFF that does not fit this topology or is internally
-    inconsistent, ``NeuronOutOfMemoryError`` when its weights do not fit in HBM (nothing
-    stays allocated then), and ``NeffError`` for a file that is not a valid NEFF or whose
-    program the verifier refuses (``runtime/verifier.py``: an op outside the allowlist, a
-    program that crashed or hung the verifier's child process).
+    ``NeffError`` for a file that is not a valid NEFF, and ``InvalidNeffError`` (a
+    ``NeffError`` and a ``NeuronRuntimeError``) for one built for another chip or LNC,
+    whose parts disagree, or whose program the verifier refuses (``runtime/verifier.py``:
+    an op outside the allowlist, a program that crashed or hung the verifier's child
+    process); ``NeuronOutOfMemoryError`` when its weights do not fit in HBM (nothing
+    stays allocated then).
     """
     neff = _as_neff(neff_or_source)
     target_core = core if isinstance(core, NeuronCore) else get_core(core)
