@@ -1,0 +1,375 @@
+"""Where the time of a ``torch.compile(backend="neuron")`` training step goes.
+
+Builds a GPT-style stack (token embedding, 4 x [LayerNorm, causal
+nn.MultiheadAttention, LayerNorm, 4x MLP], head, cross-entropy), compiles it with
+the neuron backend, and splits one training step (forward, backward, SGD) into:
+
+- per NEFF (forward / backward graph): input conversion (``batched_device_put``),
+  XLA execute, output conversion (``np.array`` of each result);
+- the backend wrapper around ``LoadedNeff.execute`` (torch <-> numpy, HBM charge);
+- the rest of the compiled call: Dynamo guards, AOTAutograd runtime wrappers and
+  the autograd engine;
+- the optimizer step; user vs sys CPU time and page faults per step; bytes put
+  into and copied out of XLA per step, and how many inputs XLA aliased (zero copy).
+
+The executor's runner is replaced at run time by an instrumented copy (nothing in
+the package is edited). Then cProfile over a few steps, and eager CPU / Inductor
+steps in the same process for reference. The machine is noisy: each figure is the
+median over the timed steps, single-threaded.
+
+    python benchmarks/profile_training_step.py [--steps 20] [--no-inductor]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import resource
+import statistics
+import tempfile
+import time
+from collections import defaultdict
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("TORCHNEURON_XLA_SINGLE_THREADED", "1")
+os.environ.setdefault("TORCHNEURON_CACHE_DIR", tempfile.mkdtemp(prefix="torchneuron-bench-"))
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import torchneuron  # noqa: F401  (registers the backend)
+from torchneuron import backend
+from torchneuron.runtime import executor as executor_module
+from torchneuron.runtime import loaded_neff
+
+VOCAB, D, HEADS, LAYERS, BATCH, SEQ = 2048, 256, 4, 4, 4, 128
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(D)
+        self.attn = nn.MultiheadAttention(D, HEADS, batch_first=True)
+        self.ln2 = nn.LayerNorm(D)
+        self.mlp = nn.Sequential(nn.Linear(D, 4 * D), nn.GELU(), nn.Linear(4 * D, D))
+
+    def forward(self, x, mask):
+        h = self.ln1(x)
+        x = x + self.attn(h, h, h, attn_mask=mask, need_weights=False)[0]
+        return x + self.mlp(self.ln2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(VOCAB, D)
+        self.blocks = nn.ModuleList(Block() for _ in range(LAYERS))
+        self.ln = nn.LayerNorm(D)
+        self.head = nn.Linear(D, VOCAB)
+        self.register_buffer("mask", torch.triu(torch.full((SEQ, SEQ), float("-inf")), 1))
+
+    def forward(self, tokens, targets):
+        x = self.embed(tokens)
+        for block in self.blocks:
+            x = block(x, self.mask)
+        logits = self.head(self.ln(x))
+        return F.cross_entropy(logits.view(-1, VOCAB), targets.view(-1))
+
+
+# -- instrumentation ------------------------------------------------------------
+
+# NEFF name -> list of per-call dicts (put, execute, to_host seconds; bytes)
+RUNS: dict[str, list[dict]] = defaultdict(list)
+CALLS: dict[str, list[float]] = defaultdict(list)  # NEFF name -> NeuronGraphFunction.__call__ s
+EXECS: dict[str, list[float]] = defaultdict(list)  # NEFF name -> LoadedNeff.execute s (hook)
+
+
+def instrumented_make_runner(self, prepared, argument_plan, input_types, weight_buffers):
+    """executor.XlaCpuExecutor.make_runner, timing each phase of every run."""
+    self._start()
+    put = self._xla_client.batched_device_put
+    sharding, devices, zero_copy = self._sharding, [self._device], self._zero_copy
+    execute = prepared.executable.execute
+    avals = [self._shaped_array(t.shape, executor_module.numpy_dtype(t.dtype)) for t in input_types]
+    weights = iter(list(weight_buffers))
+    template = [next(weights) if s is None else None for s in argument_plan]
+    slots = [(pos, s) for pos, s in enumerate(argument_plan) if s is not None]
+    to_host = {True: np.array, False: np.asarray}
+    record = {"name": None}
+
+    def run(arrays, copy=True):
+        t0 = time.perf_counter()
+        args = list(template)
+        aliased = 0
+        for position, source in slots:
+            buffer = put(
+                avals[source], sharding, [arrays[source]], devices, True, False, zero_copy, True
+            )
+            args[position] = buffer
+            try:
+                aliased += buffer.unsafe_buffer_pointer() == arrays[source].ctypes.data
+            except Exception:  # noqa: BLE001 (a buffer type without a pointer)
+                pass
+        t1 = time.perf_counter()
+        results = execute(args)
+        for r in results:
+            r.block_until_ready()
+        t2 = time.perf_counter()
+        convert = to_host[copy]
+        outs = [convert(out) for out in results]
+        t3 = time.perf_counter()
+        RUNS[record["name"]].append(
+            {
+                "put": t1 - t0,
+                "xla": t2 - t1,
+                "to_host": t3 - t2,
+                "in_bytes": sum(a.nbytes for a in arrays),
+                "in_count": len(arrays),
+                "aliased": aliased,
+                "out_bytes": sum(o.nbytes for o in outs) if copy else 0,
+                "out_count": len(outs),
+            }
+        )
+        return outs
+
+    run.record = record
+    return run
+
+
+def install_instrumentation():
+    executor_module.XlaCpuExecutor.make_runner = instrumented_make_runner
+    original_init = loaded_neff.LoadedNeff.__init__
+
+    def init(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        if hasattr(self._run, "record"):
+            self._run.record["name"] = self.name
+
+    loaded_neff.LoadedNeff.__init__ = init
+    loaded_neff.add_execute_hook(lambda loaded, start, seconds: EXECS[loaded.name].append(seconds))
+    original_call = backend.NeuronGraphFunction.__call__
+
+    def call(self, *args):
+        t0 = time.perf_counter()
+        out = original_call(self, *args)
+        CALLS[self.loaded.name].append(time.perf_counter() - t0)
+        return out
+
+    backend.NeuronGraphFunction.__call__ = call
+
+
+def clear_records():
+    for table in (RUNS, CALLS, EXECS):
+        table.clear()
+
+
+# -- measurement ------------------------------------------------------------------
+
+
+def make_inputs():
+    g = torch.Generator().manual_seed(0)
+    tokens = torch.randint(0, VOCAB, (BATCH, SEQ), generator=g)
+    targets = torch.randint(0, VOCAB, (BATCH, SEQ), generator=g)
+    return tokens, targets
+
+
+def train_step_timed(fn, model, opt, tokens, targets):
+    t0 = time.perf_counter()
+    loss = fn(tokens, targets)
+    t1 = time.perf_counter()
+    loss.backward()
+    t2 = time.perf_counter()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    t3 = time.perf_counter()
+    return t1 - t0, t2 - t1, t3 - t2
+
+
+def median_step_ms(fn, model, opt, tokens, targets, steps):
+    samples = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        train_step_timed(fn, model, opt, tokens, targets)
+        samples.append(time.perf_counter() - t0)
+    return 1e3 * statistics.median(samples)
+
+
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds (user + sys) per thread of this process, keyed by "tid name"."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    times = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2 :].split()
+        times[f"{tid} {name}"] = (int(fields[11]) + int(fields[12])) / ticks
+    return times
+
+
+def med(values):
+    return statistics.median(values) if values else 0.0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--no-inductor", action="store_true")
+    parser.add_argument("--profile-steps", type=int, default=5)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    install_instrumentation()
+    tokens, targets = make_inputs()
+
+    torch.manual_seed(0)
+    model = GPT()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    compiled = torch.compile(model, backend="neuron")
+    t0 = time.perf_counter()
+    for _ in range(args.warmup):
+        train_step_timed(compiled, model, opt, tokens, targets)
+    print(f"neuron compile + {args.warmup} warm-up steps: {time.perf_counter() - t0:.1f} s")
+    clear_records()
+
+    steps = []
+    threads_before = thread_cpu()
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    wall0 = time.perf_counter()
+    for _ in range(args.steps):
+        n_before = {k: len(v) for k, v in CALLS.items()}
+        fw, bw, opt_s = train_step_timed(compiled, model, opt, tokens, targets)
+        steps.append((fw, bw, opt_s, n_before))
+    wall = time.perf_counter() - wall0
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    threads_after = thread_cpu()
+
+    names = sorted(RUNS)
+    fw_names = [n for n in names if "forward" in n]
+    bw_names = [n for n in names if "backward" in n]
+    print(
+        f"\nNEFFs executed per step: {', '.join(f'{n} x{len(RUNS[n]) // args.steps}' for n in names)}"
+    )
+
+    def per_step(table_getter, group):
+        # median over steps of the sum over the group's NEFFs (one call each per step)
+        totals = [0.0] * args.steps
+        for n in group:
+            values = table_getter(n)
+            per = len(values) // args.steps
+            for i in range(args.steps):
+                totals[i] += sum(values[i * per : (i + 1) * per])
+        return med(totals)
+
+    rows = []
+    step_total = med([fw + bw + o for fw, bw, o, _ in steps])
+    fw_total = med([s[0] for s in steps])
+    bw_total = med([s[1] for s in steps])
+    opt_total = med([s[2] for s in steps])
+    for label, group, outer in (("forward", fw_names, fw_total), ("backward", bw_names, bw_total)):
+        put = per_step(lambda n: [r["put"] for r in RUNS[n]], group)
+        xla = per_step(lambda n: [r["xla"] for r in RUNS[n]], group)
+        host = per_step(lambda n: [r["to_host"] for r in RUNS[n]], group)
+        execute = per_step(lambda n: EXECS[n], group)
+        call = per_step(lambda n: CALLS[n], group)
+        rows += [
+            (f"{label}: XLA execute", xla),
+            (f"{label}: inputs -> XLA (device_put)", put),
+            (f"{label}: outputs -> numpy (np.array copy)", host),
+            (f"{label}: rest of LoadedNeff.execute", execute - put - xla - host),
+            (f"{label}: backend wrapper (torch<->numpy)", call - execute),
+            (
+                f"{label}: Dynamo/AOTAutograd/autograd outside the graph",
+                outer - call,
+            ),
+        ]
+    rows.append(("optimizer step + zero_grad", opt_total))
+    print(f"\nCompiled training step, median of {args.steps} steps: {1e3 * step_total:.1f} ms")
+    print(f"  (forward call {1e3 * fw_total:.1f} ms, loss.backward {1e3 * bw_total:.1f} ms)")
+    print(f"{'part':58s} {'ms':>8s} {'%':>6s}")
+    for label, seconds in rows:
+        print(f"{label:58s} {1e3 * seconds:8.2f} {100 * seconds / step_total:6.1f}")
+    print(f"{'sum of medians':58s} {1e3 * sum(s for _, s in rows):8.2f}")
+
+    user = (after.ru_utime - before.ru_utime) / args.steps
+    sys_ = (after.ru_stime - before.ru_stime) / args.steps
+    print(
+        f"\nCPU per step: user {1e3 * user:.1f} ms, sys {1e3 * sys_:.1f} ms, wall "
+        f"{1e3 * wall / args.steps:.1f} ms; minor page faults/step "
+        f"{(after.ru_minflt - before.ru_minflt) / args.steps:.0f}, major "
+        f"{(after.ru_majflt - before.ru_majflt) / args.steps:.1f}, vol/invol ctx switches/step "
+        f"{(after.ru_nvcsw - before.ru_nvcsw) / args.steps:.0f}/"
+        f"{(after.ru_nivcsw - before.ru_nivcsw) / args.steps:.0f}"
+    )
+    busy = sorted(
+        ((threads_after[t] - threads_before.get(t, 0.0), t) for t in threads_after), reverse=True
+    )
+    print(
+        "CPU per step by thread: "
+        + ", ".join(f"{t} {1e3 * s / args.steps:.1f} ms" for s, t in busy[:4] if s > 0)
+    )
+    for n in names:
+        r = RUNS[n][-1]
+        print(
+            f"{n}: {r['in_count']} inputs, {r['in_bytes'] / 2**20:.2f} MiB put, "
+            f"{r['aliased']} aliased zero-copy; {r['out_count']} outputs, "
+            f"{r['out_bytes'] / 2**20:.2f} MiB copied out"
+        )
+    params = sum(p.numel() * p.element_size() for p in model.parameters())
+    print(f"parameters: {params / 2**20:.2f} MiB")
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(args.profile_steps):
+        train_step_timed(compiled, model, opt, tokens, targets)
+    profiler.disable()
+    for key in ("cumulative", "tottime"):
+        stream = io.StringIO()
+        pstats.Stats(profiler, stream=stream).sort_stats(key).print_stats(15)
+        text = stream.getvalue()
+        print(f"\ncProfile over {args.profile_steps} steps, top 15 by {key}:")
+        print(text[text.find("   ncalls") :].rstrip())
+
+    # references, same process and inputs
+    torch.manual_seed(0)
+    eager_model = GPT()
+    eager_opt = torch.optim.SGD(eager_model.parameters(), lr=1e-3)
+    for _ in range(args.warmup):
+        train_step_timed(eager_model, eager_model, eager_opt, tokens, targets)
+    eager_ms = median_step_ms(eager_model, eager_model, eager_opt, tokens, targets, args.steps)
+    split = [
+        train_step_timed(eager_model, eager_model, eager_opt, tokens, targets)
+        for _ in range(args.steps)
+    ]
+    print(
+        f"  eager CPU forward {1e3 * med([s[0] for s in split]):.1f} ms, backward "
+        f"{1e3 * med([s[1] for s in split]):.1f} ms, optimizer {1e3 * med([s[2] for s in split]):.1f} ms"
+    )
+    neuron_ms = median_step_ms(compiled, model, opt, tokens, targets, args.steps)
+    print(f"\nreference, median of {args.steps} steps:")
+    print(
+        f"  eager CPU {eager_ms:.1f} ms; neuron {neuron_ms:.1f} ms ({neuron_ms / eager_ms:.2f}x eager)"
+    )
+    if not args.no_inductor:
+        torch.manual_seed(0)
+        ind_model = GPT()
+        ind_opt = torch.optim.SGD(ind_model.parameters(), lr=1e-3)
+        ind = torch.compile(ind_model)
+        t0 = time.perf_counter()
+        for _ in range(args.warmup):
+            train_step_timed(ind, ind_model, ind_opt, tokens, targets)
+        print(f"  inductor compile + warm-up: {time.perf_counter() - t0:.1f} s")
+        ind_ms = median_step_ms(ind, ind_model, ind_opt, tokens, targets, args.steps)
+        print(f"  inductor {ind_ms:.1f} ms; neuron / inductor {neuron_ms / ind_ms:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
