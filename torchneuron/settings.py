@@ -24,6 +24,7 @@ NO_FALLBACK = "TORCHNEURON_NO_FALLBACK"
 CACHE = "TORCHNEURON_CACHE"
 CACHE_DIR = "TORCHNEURON_CACHE_DIR"
 XLA_SINGLE_THREADED = "TORCHNEURON_XLA_SINGLE_THREADED"
+XLA_THREADS = "TORCHNEURON_XLA_THREADS"
 # Tests.
 UPDATE_GOLDENS = "TORCHNEURON_UPDATE_GOLDENS"
 CONFORMANCE_ENTRIES = "TORCHNEURON_CONFORMANCE_ENTRIES"
@@ -38,6 +39,7 @@ VARIABLES: dict[str, str] = {
     CACHE: "0: no on-disk NEFF cache (the in-memory one stays)",
     CACHE_DIR: "on-disk NEFF cache (default $XDG_CACHE_HOME/torchneuron or ~/.cache/torchneuron)",
     XLA_SINGLE_THREADED: "run the numerics single-threaded (benchmarks)",
+    XLA_THREADS: "threads of the numerics (default: every core the process may use)",
     UPDATE_GOLDENS: "assert_golden (and tests/golden) rewrite goldens instead of failing",
     CONFORMANCE_ENTRIES: "limit tests/conformance to some OpInfo entries (names or globs)",
     CONFORMANCE_WORKERS: "worker processes of tests/conformance (default: up to 2)",
