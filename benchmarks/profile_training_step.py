@@ -5,12 +5,14 @@ nn.MultiheadAttention, LayerNorm, 4x MLP], head, cross-entropy), compiles it wit
 the neuron backend, and splits one training step (forward, backward, SGD) into:
 
 - per NEFF (forward / backward graph): input conversion (``batched_device_put``),
-  XLA execute, output conversion (``np.array`` of each result);
+  XLA execute, output conversion (``executor.owned_output`` of each result: numpy
+  arrays over XLA's output buffers; ``np.array`` copies before issue 12 part 2);
 - the backend wrapper around ``LoadedNeff.execute`` (torch <-> numpy, HBM charge);
 - the rest of the compiled call: Dynamo guards, AOTAutograd runtime wrappers and
   the autograd engine;
 - the optimizer step; user vs sys CPU time and page faults per step; bytes put
-  into and copied out of XLA per step, and how many inputs XLA aliased (zero copy).
+  into XLA and returned from it per step, how many inputs XLA aliased (zero copy) and
+  how many outputs were copied; XLA's thread pool (threads named ``tf_XLAEigen``).
 
 The executor's runner is replaced at run time by an instrumented copy (nothing in
 the package is edited). Then cProfile over a few steps, and eager CPU / Inductor
@@ -39,47 +41,13 @@ os.environ.setdefault("TORCHNEURON_CACHE_DIR", tempfile.mkdtemp(prefix="torchneu
 
 import numpy as np
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
+from gpt_stack import make_inputs, make_model
+from gpt_stack import train_step_timed as gpt_train_step
 
 import torchneuron  # noqa: F401  (registers the backend)
 from torchneuron import backend
 from torchneuron.runtime import executor as executor_module
 from torchneuron.runtime import loaded_neff
-
-VOCAB, D, HEADS, LAYERS, BATCH, SEQ = 2048, 256, 4, 4, 4, 128
-
-
-class Block(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.ln1 = nn.LayerNorm(D)
-        self.attn = nn.MultiheadAttention(D, HEADS, batch_first=True)
-        self.ln2 = nn.LayerNorm(D)
-        self.mlp = nn.Sequential(nn.Linear(D, 4 * D), nn.GELU(), nn.Linear(4 * D, D))
-
-    def forward(self, x, mask):
-        h = self.ln1(x)
-        x = x + self.attn(h, h, h, attn_mask=mask, need_weights=False)[0]
-        return x + self.mlp(self.ln2(x))
-
-
-class GPT(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.embed = nn.Embedding(VOCAB, D)
-        self.blocks = nn.ModuleList(Block() for _ in range(LAYERS))
-        self.ln = nn.LayerNorm(D)
-        self.head = nn.Linear(D, VOCAB)
-        self.register_buffer("mask", torch.triu(torch.full((SEQ, SEQ), float("-inf")), 1))
-
-    def forward(self, tokens, targets):
-        x = self.embed(tokens)
-        for block in self.blocks:
-            x = block(x, self.mask)
-        logits = self.head(self.ln(x))
-        return F.cross_entropy(logits.view(-1, VOCAB), targets.view(-1))
-
 
 # -- instrumentation ------------------------------------------------------------
 
@@ -99,7 +67,8 @@ def instrumented_make_runner(self, prepared, argument_plan, input_types, weight_
     weights = iter(list(weight_buffers))
     template = [next(weights) if s is None else None for s in argument_plan]
     slots = [(pos, s) for pos, s in enumerate(argument_plan) if s is not None]
-    to_host = {True: np.array, False: np.asarray}
+    # (np.array: the copy the runner made before owned_output existed, for a "before" run)
+    to_host = {True: getattr(executor_module, "owned_output", np.array), False: np.asarray}
     record = {"name": None}
 
     def run(arrays, copy=True):
@@ -123,6 +92,9 @@ def instrumented_make_runner(self, prepared, argument_plan, input_types, weight_
         convert = to_host[copy]
         outs = [convert(out) for out in results]
         t3 = time.perf_counter()
+        copied = sum(
+            o.size > 0 and o.ctypes.data != r.unsafe_buffer_pointer() for o, r in zip(outs, results)
+        )
         RUNS[record["name"]].append(
             {
                 "put": t1 - t0,
@@ -131,7 +103,8 @@ def instrumented_make_runner(self, prepared, argument_plan, input_types, weight_
                 "in_bytes": sum(a.nbytes for a in arrays),
                 "in_count": len(arrays),
                 "aliased": aliased,
-                "out_bytes": sum(o.nbytes for o in outs) if copy else 0,
+                "out_bytes": sum(o.nbytes for o in outs),
+                "out_copied": copied,
                 "out_count": len(outs),
             }
         )
@@ -171,23 +144,8 @@ def clear_records():
 # -- measurement ------------------------------------------------------------------
 
 
-def make_inputs():
-    g = torch.Generator().manual_seed(0)
-    tokens = torch.randint(0, VOCAB, (BATCH, SEQ), generator=g)
-    targets = torch.randint(0, VOCAB, (BATCH, SEQ), generator=g)
-    return tokens, targets
-
-
 def train_step_timed(fn, model, opt, tokens, targets):
-    t0 = time.perf_counter()
-    loss = fn(tokens, targets)
-    t1 = time.perf_counter()
-    loss.backward()
-    t2 = time.perf_counter()
-    opt.step()
-    opt.zero_grad(set_to_none=True)
-    t3 = time.perf_counter()
-    return t1 - t0, t2 - t1, t3 - t2
+    return gpt_train_step(fn, opt, tokens, targets)[:3]
 
 
 def median_step_ms(fn, model, opt, tokens, targets, steps):
@@ -230,8 +188,7 @@ def main():
     install_instrumentation()
     tokens, targets = make_inputs()
 
-    torch.manual_seed(0)
-    model = GPT()
+    model = make_model()
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     compiled = torch.compile(model, backend="neuron")
     t0 = time.perf_counter()
@@ -283,7 +240,7 @@ def main():
         rows += [
             (f"{label}: XLA execute", xla),
             (f"{label}: inputs -> XLA (device_put)", put),
-            (f"{label}: outputs -> numpy (np.array copy)", host),
+            (f"{label}: outputs -> numpy arrays", host),
             (f"{label}: rest of LoadedNeff.execute", execute - put - xla - host),
             (f"{label}: backend wrapper (torch<->numpy)", call - execute),
             (
@@ -321,8 +278,13 @@ def main():
         print(
             f"{n}: {r['in_count']} inputs, {r['in_bytes'] / 2**20:.2f} MiB put, "
             f"{r['aliased']} aliased zero-copy; {r['out_count']} outputs, "
-            f"{r['out_bytes'] / 2**20:.2f} MiB copied out"
+            f"{r['out_bytes'] / 2**20:.2f} MiB, {r['out_copied']} copied"
         )
+    pool = [t for t in threads_after if t.endswith(" tf_XLAEigen")]
+    print(
+        f"XLA thread pool: {len(pool)} tf_XLAEigen threads "
+        f"(executor.threads = {getattr(executor_module.get_executor(), 'threads', '?')})"
+    )
     params = sum(p.numel() * p.element_size() for p in model.parameters())
     print(f"parameters: {params / 2**20:.2f} MiB")
 
@@ -339,8 +301,7 @@ def main():
         print(text[text.find("   ncalls") :].rstrip())
 
     # references, same process and inputs
-    torch.manual_seed(0)
-    eager_model = GPT()
+    eager_model = make_model()
     eager_opt = torch.optim.SGD(eager_model.parameters(), lr=1e-3)
     for _ in range(args.warmup):
         train_step_timed(eager_model, eager_model, eager_opt, tokens, targets)
@@ -359,8 +320,7 @@ def main():
         f"  eager CPU {eager_ms:.1f} ms; neuron {neuron_ms:.1f} ms ({neuron_ms / eager_ms:.2f}x eager)"
     )
     if not args.no_inductor:
-        torch.manual_seed(0)
-        ind_model = GPT()
+        ind_model = make_model()
         ind_opt = torch.optim.SGD(ind_model.parameters(), lr=1e-3)
         ind = torch.compile(ind_model)
         t0 = time.perf_counter()

@@ -18,12 +18,24 @@ is one more class in the table:
 
 Compiled programs live in ``PROGRAM_CACHE``, a ``torchneuron.lru.LRU``.
 
-XLA threading: by default XLA may use several threads per op. Set
-``TORCHNEURON_XLA_SINGLE_THREADED=1`` (or call ``set_single_threaded(True)``)
-before the first NEFF is loaded to add ``--xla_cpu_multi_thread_eigen=false`` to
-``XLA_FLAGS``, for steadier timings on shared machines. XLA reads its flags once,
-when the CPU backend starts, so the setting cannot change afterwards (nor take
-effect if the process already used JAX's CPU backend).
+XLA threading: XLA's CPU runtime runs a program on one pool of threads, made when
+its CPU client starts; the pool's size, not ``--xla_cpu_multi_thread_eigen``, is what
+bounds the threads a program uses (XLA reads it from ``PJRT_NPROC``). By default the
+pool has one thread per core this process may run on. ``TORCHNEURON_XLA_THREADS=N``
+asks for N threads, and ``TORCHNEURON_XLA_SINGLE_THREADED=1`` (or
+``set_single_threaded(True)``) for one, for fair single-threaded comparisons (this
+wins over ``TORCHNEURON_XLA_THREADS``); then
+``--xla_cpu_multi_thread_eigen=false`` is added to ``XLA_FLAGS`` too. Either must be
+set before the first NEFF is loaded: XLA reads both once, when its CPU backend
+starts, so they cannot change afterwards (nor take effect if the process already used
+JAX's CPU backend). With nothing asked, a ``PJRT_NPROC`` or ``NPROC`` the user set is
+left to XLA.
+
+Outputs: ``make_runner``'s runner returns numpy arrays over the memory of XLA's own
+output buffers (no copy): each buffer was allocated for that one execution, is
+referenced by nothing else, and lives as long as the array does, so the arrays are
+handed over writable. Fed back in as inputs (the activations a forward saves for
+its backward), they are aligned as XLA wants and go back in without a copy.
 """
 
 from __future__ import annotations
@@ -47,6 +59,9 @@ from torchneuron.runtime.verifier import start_verifier_for, verified_program
 from torchneuron.target.dtypes import numpy_dtype
 
 SINGLE_THREADED_XLA_FLAGS = ("--xla_cpu_multi_thread_eigen=false",)
+# XLA's CPU client sizes its thread pool from this variable (then NPROC, then the cores).
+XLA_POOL_SIZE_VARIABLE = "PJRT_NPROC"
+XLA_POOL_SIZE_FALLBACK_VARIABLE = "NPROC"
 DEFAULT_CACHE_CAPACITY = 512
 
 # What make_runner returns: validated input arrays in, output arrays (caller-owned) out.
@@ -92,7 +107,8 @@ _single_threaded_request: bool | None = None
 
 
 def set_single_threaded(enabled: bool = True) -> None:
-    """Ask for single-threaded XLA; effective only before the XLA CPU backend starts."""
+    """Ask for single-threaded XLA (``False``: the thread count the environment asks for);
+    effective only before the XLA CPU backend starts."""
     global _single_threaded_request
     _single_threaded_request = enabled
     if _XLA.started:
@@ -103,10 +119,32 @@ def set_single_threaded(enabled: bool = True) -> None:
         )
 
 
-def _single_threaded_wanted() -> bool:
-    if _single_threaded_request is not None:
-        return _single_threaded_request
-    return settings.env_flag(settings.XLA_SINGLE_THREADED)
+def requested_xla_threads() -> int | None:
+    """The size of XLA's thread pool that this process asks for: 1 when single-threaded,
+    else ``TORCHNEURON_XLA_THREADS``; None when neither is set."""
+    single = _single_threaded_request
+    if single is None:
+        single = settings.env_flag(settings.XLA_SINGLE_THREADED)
+    if single:
+        return 1
+    text = settings.env_text(settings.XLA_THREADS)
+    if text is None:
+        return None
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise settings.SettingsError(
+            f"{settings.XLA_THREADS}={text!r} is not a thread count; use a whole number >= 1 "
+            "(or leave it unset for one thread per core)"
+        )
+    return count
+
+
+def default_xla_threads() -> int:
+    """One thread per core this process may run on (its CPU affinity)."""
+    return len(os.sched_getaffinity(0))
 
 
 class XlaCpuExecutor:
@@ -117,7 +155,13 @@ class XlaCpuExecutor:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.started = False
-        self.single_threaded = False
+        # The size of XLA's thread pool, once started (None: XLA was started elsewhere
+        # first, or the user's PJRT_NPROC/NPROC decides, so the count is not ours).
+        self.threads: int | None = None
+
+    @property
+    def single_threaded(self) -> bool:
+        return self.threads == 1
 
     def _start(self) -> None:
         with self._lock:
@@ -125,21 +169,17 @@ class XlaCpuExecutor:
                 return
             from jax._src import xla_bridge
 
-            if _single_threaded_wanted():
-                if xla_bridge._backends:
+            requested = requested_xla_threads()
+            if xla_bridge._backends:
+                if requested is not None:
                     warnings.warn(
-                        f"torchneuron: {settings.XLA_SINGLE_THREADED} is set but JAX's backends were "
-                        "already initialised in this process, so XLA keeps its thread settings",
+                        f"torchneuron: {settings.XLA_SINGLE_THREADED}/{settings.XLA_THREADS} "
+                        "is set but JAX's backends were already initialised in this process, "
+                        "so XLA keeps its thread settings",
                         stacklevel=3,
                     )
-                else:
-                    # XLA_FLAGS is XLA's own variable, not ours: XLA reads its flags from
-                    # it (and nowhere else) once, when the CPU backend starts, which is
-                    # just below. Writing it here is the only way to pass the flag.
-                    flags = os.environ.get("XLA_FLAGS", "")
-                    missing = [f for f in SINGLE_THREADED_XLA_FLAGS if f not in flags.split()]
-                    os.environ["XLA_FLAGS"] = " ".join([flags, *missing]).strip()
-                    self.single_threaded = True
+            else:
+                self.threads = self._configure_threads(requested)
             from jax._src import core as jax_core
             from jax._src.lib import xla_client
             from jax.extend.backend import get_backend
@@ -152,6 +192,25 @@ class XlaCpuExecutor:
             self._sharding = SingleDeviceSharding(self._device)
             self._zero_copy = xla_client.HostBufferSemantics.ZERO_COPY
             self.started = True
+
+    @staticmethod
+    def _configure_threads(requested: int | None) -> int | None:
+        # PJRT_NPROC and XLA_FLAGS are XLA's own variables, not ours: XLA reads them (and
+        # nothing else) once, when the CPU backend starts, which is just after this.
+        # Writing them here is the only way to pass the settings.
+        if requested is None:
+            user_sized = (XLA_POOL_SIZE_VARIABLE, XLA_POOL_SIZE_FALLBACK_VARIABLE)
+            if any(os.environ.get(name) for name in user_sized):
+                return None  # the user sized XLA's pool directly
+            threads = default_xla_threads()
+        else:
+            threads = requested
+        os.environ[XLA_POOL_SIZE_VARIABLE] = str(threads)
+        if requested == 1:
+            flags = os.environ.get("XLA_FLAGS", "")
+            missing = [f for f in SINGLE_THREADED_XLA_FLAGS if f not in flags.split()]
+            os.environ["XLA_FLAGS"] = " ".join([flags, *missing]).strip()
+        return threads
 
     def prepare(self, program: bytes, label: str) -> PreparedProgram:
         digest = hashlib.sha256(program).hexdigest()
@@ -207,9 +266,9 @@ class XlaCpuExecutor:
         avals = [self._shaped_array(t.shape, numpy_dtype(t.dtype)) for t in input_types]
         weights = list(weight_buffers)
         inputs_first = list(argument_plan) == list(range(len(input_types))) + [None] * len(weights)
-        # np.array: a copy the caller owns and may write (jax arrays are read-only);
+        # owned_output: the output buffer's own memory, writable, handed to the caller;
         # np.asarray: a read-only view, for a caller that copies the values out at once.
-        to_host = {True: np.array, False: np.asarray}
+        to_host = {True: owned_output, False: np.asarray}
 
         if inputs_first:
 
@@ -244,6 +303,36 @@ class XlaCpuExecutor:
             return [convert(out) for out in execute(args)]
 
         return run_interleaved
+
+
+class _OutputBuffer:
+    """Keeps one XLA output buffer alive under the numpy array made over its memory."""
+
+    __slots__ = ("__array_interface__", "buffer", "view")
+
+    def __init__(self, view: np.ndarray, buffer: Any) -> None:
+        interface = view.__array_interface__  # a new dict at each access
+        interface["data"] = (interface["data"][0], False)  # False: not read-only
+        self.__array_interface__ = interface
+        self.view = view  # holds XLA's export of the buffer
+        self.buffer = buffer
+
+
+def owned_output(buffer: Any) -> np.ndarray:
+    """A writable numpy array over an XLA output buffer's memory, without a copy.
+
+    Waits for the execution that produces ``buffer``. XLA allocated the buffer for that
+    one execution and never writes it again (outputs alias no input: nothing is donated,
+    and constants and parameters are copied into outputs); the caller holds its only
+    reference, so the memory is the caller's to read and write. XLA exports it read-only
+    because JAX arrays are immutable, which does not apply to a buffer nobody else sees.
+    """
+    view = np.asarray(buffer)
+    if view.flags.writeable or view.size == 0:
+        return view if view.flags.writeable else np.empty(view.shape, view.dtype)
+    array = np.asarray(_OutputBuffer(view, buffer))
+    # numpy names ml_dtypes types (bfloat16, float8) only as raw bytes in the interface
+    return array if array.dtype == view.dtype else array.view(view.dtype)
 
 
 _XLA = XlaCpuExecutor()

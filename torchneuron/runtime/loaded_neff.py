@@ -334,7 +334,9 @@ class LoadedNeff:
         """Run the program on ``inputs`` (numpy arrays, in def.json order).
 
         Shapes and dtypes must match exactly; nothing is converted. Returns one new,
-        writable numpy array per output, with the declared dtypes.
+        writable numpy array per output, with the declared dtypes: the caller may keep
+        it, and nothing else reads or writes its memory (the XLA executor hands over
+        the memory of the execution's own output buffers instead of copying them).
 
         The execution is charged to the core's HBM for its temporaries, and for its
         input and output buffers unless ``resident``: then the inputs already live in
