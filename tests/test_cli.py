@@ -1,4 +1,9 @@
-"""``neuronc`` through real subprocesses: compile, emit, dump, passes, inspect, run, errors."""
+"""``neuronc`` in real processes: compile, emit, dump, passes, inspect, run, errors.
+
+The round trip runs the installed console script; the other command lines run in
+processes forked from one runner that imported the CLI once (``tests/cli/session.py``),
+which saves an interpreter start per command.
+"""
 
 import os
 import shutil
@@ -10,8 +15,13 @@ import numpy as np
 import pytest
 import torch
 
+from tests.cli.session import NeuroncSession
 from torchneuron.compiler.stages import TABLE
 from torchneuron.zoo import ZOO
+
+ENV = {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+# Warnings (torch's own deprecations) are not errors: the runner's commands show none.
+RUNNER_ENV = {**ENV, "PYTHONWARNINGS": "ignore"}
 
 
 def _neuronc() -> list[str]:
@@ -23,17 +33,35 @@ def _neuronc() -> list[str]:
     return [found]
 
 
-def neuronc(*args, check=True, env=None):
+def console_script(*args):
+    """``neuronc`` run as the installed console script, in a new interpreter."""
     result = subprocess.run(
         _neuronc() + [str(a) for a in args],
         capture_output=True,
         text=True,
         timeout=300,
-        env={**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0", **(env or {})},
+        env={**os.environ, **ENV},
     )
-    if check and result.returncode != 0:
+    if result.returncode != 0:
         raise AssertionError(f"neuronc {' '.join(map(str, args))} failed:\n{result.stderr}")
     return result
+
+
+_session: NeuroncSession | None = None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _runner():
+    global _session
+    _session = NeuroncSession(RUNNER_ENV)
+    yield
+    _session.close()
+    _session = None
+
+
+def neuronc(*args, check=True, env=None):
+    """``neuronc`` in a process of its own, forked from the module's runner."""
+    return _session.run(*args, check=check, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -49,16 +77,16 @@ def mlp_program(tmp_path_factory):
 def test_compile_inspect_run_round_trip(mlp_program, tmp_path):
     program, model, x = mlp_program
     neff = tmp_path / "mlp.neff"
-    neuronc("compile", program, "-o", neff, "--target", "trn2")
+    console_script("compile", program, "-o", neff, "--target", "trn2")
     assert neff.stat().st_size > 1024
 
-    shown = neuronc("inspect", neff).stdout
+    shown = console_script("inspect", neff).stdout
     assert "fc1.weight" in shown or "p_fc1_weight" in shown
     assert "trn2" in shown
 
     np.save(tmp_path / "x.npy", x.numpy())
     out_dir = tmp_path / "out"
-    neuronc("run", neff, "--input", f"x={tmp_path / 'x.npy'}", "--output-dir", out_dir)
+    console_script("run", neff, "--input", f"x={tmp_path / 'x.npy'}", "--output-dir", out_dir)
     result = np.load(out_dir / "output0.npy")
     np.testing.assert_allclose(result, model(x).detach().numpy(), rtol=1e-4, atol=1e-5)
 
@@ -262,8 +290,7 @@ FAILURE_WORDS = {
 @pytest.mark.parametrize("failure", FAILURES)
 def test_each_documented_failure_is_one_error_line(failures, failure):
     args, environment = failures[failure]
-    # Warnings (torch's own deprecations) are not errors; the error is the one line left.
-    result = neuronc(*args, check=False, env={**environment, "PYTHONWARNINGS": "ignore"})
+    result = neuronc(*args, check=False, env=environment)
     assert result.returncode != 0
     assert "Traceback" not in result.stderr
     lines = result.stderr.splitlines()

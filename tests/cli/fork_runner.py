@@ -1,12 +1,19 @@
 """Run many ``neuronc`` command lines, each in its own process, for the price of one start.
 
     python tests/cli/fork_runner.py CASES.json
+    python tests/cli/fork_runner.py --serve
 
-CASES.json is ``[{"argv": [...], "cwd": "..."}, ...]``. This interpreter imports the CLI
-(and torch, which its parser needs) once; each case is then a forked child that runs
+CASES.json is ``[{"argv": [...], "cwd": "...", "env": {...}}, ...]`` (``env`` optional:
+variables set in the case's process only). This interpreter imports the CLI (and torch,
+which its parser needs) once; each case is then a forked child that runs
 ``torchneuron.cli.main(argv)`` as the console script does, with its stdout and stderr
 (file descriptors 1 and 2, so C++ and logging output too) sent to files, and exits with
-its status (flushing the streams first, as the interpreter's exit would). Prints ``[{"status", "stdout", "stderr", "seconds"}, ...]`` as JSON, one entry per case.
+its status (flushing the streams first, as the interpreter's exit would). Prints
+``[{"status", "stdout", "stderr", "seconds"}, ...]`` as JSON, one entry per case.
+
+``--serve`` reads one case per line of stdin and answers each with one line of JSON, in
+order, until stdin closes: tests that run a command, look at what it wrote, then run the
+next (``session.py``) pay for one start in all.
 """
 
 import json
@@ -23,13 +30,14 @@ import torchneuron.compiler.pipeline  # noqa: F401  (the parser imports it: once
 from torchneuron.cli import main
 
 
-def run_case(argv: list[str], cwd: str, folder: str) -> dict:
+def run_case(argv: list[str], cwd: str, folder: str, env: dict | None = None) -> dict:
     out_path, err_path = os.path.join(folder, "stdout"), os.path.join(folder, "stderr")
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:  # the child: becomes the neuronc process and never returns
         os.chdir(cwd)
+        os.environ.update(env or {})
         for fd, path in ((1, out_path), (2, err_path)):
             target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             os.dup2(target, fd)
@@ -57,11 +65,22 @@ def run_case(argv: list[str], cwd: str, folder: str) -> dict:
         }
 
 
+def serve(folder: str) -> None:
+    for line in sys.stdin:
+        case = json.loads(line)
+        result = run_case(case["argv"], case["cwd"], folder, case.get("env"))
+        sys.stdout.write(json.dumps(result) + "\n")
+        sys.stdout.flush()
+
+
 if __name__ == "__main__":
-    with open(sys.argv[1]) as file:
-        cases = json.load(file)
     # No `with` or `finally` here: a child's sys.exit unwinds through these frames too.
     folder = tempfile.mkdtemp()
-    results = [run_case(case["argv"], case["cwd"], folder) for case in cases]
+    if sys.argv[1] == "--serve":
+        serve(folder)
+    else:
+        with open(sys.argv[1]) as file:
+            cases = json.load(file)
+        results = [run_case(case["argv"], case["cwd"], folder, case.get("env")) for case in cases]
+        print(json.dumps(results))
     shutil.rmtree(folder)
-    print(json.dumps(results))
