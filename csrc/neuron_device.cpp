@@ -63,6 +63,14 @@ PyObject* g_free_hook = nullptr;
 // torch.OutOfMemoryError (its C symbol is not exported by libtorch_python).
 PyObject* g_oom_type = nullptr;
 
+// Asynchronous execution (torchneuron.device.streams): ops run on one execution
+// thread per device, and every host access to device memory first waits for the
+// device's queue. sync_hook(device: int, block: bool) -> bool (True: nothing pending)
+// flushes and waits (block) or only looks (not block); it raises the error of an op
+// that failed asynchronously. The execution threads themselves never wait.
+PyObject* g_sync_hook = nullptr;
+thread_local bool t_on_execution_thread = false;
+
 void check_device_index(c10::DeviceIndex index) {
   const int count = g_device_count.load();
   TORCH_CHECK(
@@ -75,6 +83,29 @@ void check_device_index(c10::DeviceIndex index) {
 bool python_usable() {
   return !g_python_shutting_down.load() && Py_IsInitialized();
 }
+
+// Calls the sync hook for `device`; false when work is still pending (only if !block).
+bool call_sync_hook(c10::DeviceIndex device, bool block) {
+  if (t_on_execution_thread || g_sync_hook == nullptr || !python_usable()) {
+    return true;
+  }
+  pybind11::gil_scoped_acquire gil;
+  PyObject* hook = g_sync_hook;
+  if (hook == nullptr) {
+    return true;
+  }
+  PyObject* result = PyObject_CallFunction(hook, "iO", static_cast<int>(device),
+                                           block ? Py_True : Py_False);
+  if (result == nullptr) {
+    throw pybind11::error_already_set();
+  }
+  const bool idle = PyObject_IsTrue(result) == 1;
+  Py_DECREF(result);
+  return idle;
+}
+
+// Waits until every op queued on `device` has run (raising an asynchronous error).
+void wait_for_device(c10::DeviceIndex device) { call_sync_hook(device, true); }
 
 // ---------------------------------------------------------------------------
 // Device memory
@@ -225,6 +256,7 @@ PinnedHostAllocator g_pinned_allocator;
 // Grows or shrinks a device storage in place (new block, bytes copied).
 void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes) {
   TORCH_CHECK(storage.resizable(), "Trying to resize storage that is not resizable");
+  wait_for_device(storage.device().index());  // queued ops may still write the old bytes
   c10::DeviceGuard guard(storage.device());
   c10::DataPtr fresh = g_allocator.allocate(new_nbytes);
   const size_t keep = std::min(storage.nbytes(), new_nbytes);
@@ -267,7 +299,9 @@ struct NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
       t_current_device = device.index();
     }
   }
-  // Execution is synchronous: each device has one (default) stream.
+  // The generic c10 stream API (torch.Stream("neuron"), the autograd engine) sees one
+  // stream per device: torch.neuron.Stream's streams all feed one queue per device
+  // (torchneuron.device.streams), so waiting for "the stream" waits for that queue.
   c10::Stream getStream(c10::Device device) const override {
     return c10::Stream(c10::Stream::DEFAULT, device);
   }
@@ -280,9 +314,11 @@ struct NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   c10::DeviceIndex deviceCount() const noexcept override {
     return static_cast<c10::DeviceIndex>(g_device_count.load());
   }
-  // Events record the host clock: work has finished when record() returns.
-  void record(void** event, const c10::Stream&, const c10::DeviceIndex,
+  // An event is recorded once the device's queued work has run (the host clock then):
+  // conservative, as if every stream of the device were synchronized at the record.
+  void record(void** event, const c10::Stream& stream, const c10::DeviceIndex,
               const c10::EventFlag) const override {
+    wait_for_device(stream.device_index());
     if (*event == nullptr) {
       *event = new NeuronEvent();
     }
@@ -293,10 +329,16 @@ struct NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
   void block(void*, const c10::Stream&) const override {}
   bool queryEvent(void*) const override { return true; }
-  bool queryStream(const c10::Stream&) const override { return true; }
-  void synchronizeStream(const c10::Stream&) const override {}
+  bool queryStream(const c10::Stream& stream) const override {
+    return call_sync_hook(stream.device_index(), false);
+  }
+  void synchronizeStream(const c10::Stream& stream) const override {
+    wait_for_device(stream.device_index());
+  }
   void synchronizeEvent(void*) const override {}
-  void synchronizeDevice(const c10::DeviceIndex) const override {}
+  void synchronizeDevice(const c10::DeviceIndex device) const override {
+    wait_for_device(device < 0 ? t_current_device : device);
+  }
   void recordDataPtrOnStream(const c10::DataPtr&, const c10::Stream&) const override {}
   double elapsedTime(void* start, void* end, const c10::DeviceIndex) const override {
     TORCH_CHECK(start != nullptr && end != nullptr,
@@ -397,18 +439,19 @@ struct NeuronHooks final : public at::PrivateUse1HooksInterface {
 // ---------------------------------------------------------------------------
 
 // A CPU tensor over the same bytes as `device_tensor` (same sizes, strides and
-// offset). It keeps the device storage alive for as long as it lives. A `resizable`
-// alias may be resized by a CPU kernel (out= arguments): it then moves to fresh host
-// memory, which the caller detects and copies back.
-at::Tensor host_alias(const at::Tensor& device_tensor, bool resizable) {
+// offset), made without waiting for the device's queue. It keeps the device storage
+// alive for as long as it lives. A `resizable` alias may be resized by a CPU kernel
+// (out= arguments): it then moves to fresh host memory, which the caller detects and
+// copies back.
+at::Tensor make_host_alias(const at::Tensor& device_tensor, bool resizable) {
   if (device_tensor.device().type() != kNeuron) {
     return device_tensor;
   }
   const c10::Storage& storage = device_tensor.storage();
-  auto options = at::TensorOptions().dtype(device_tensor.dtype()).device(at::kCPU);
   void* base = storage.mutable_data();
   if (base == nullptr) {
     // No bytes (numel 0): an empty CPU tensor of the right shape will do.
+    auto options = at::TensorOptions().dtype(device_tensor.dtype()).device(at::kCPU);
     return at::empty_strided(device_tensor.sizes(), device_tensor.strides(), options);
   }
   auto* keep_alive = new c10::Storage(storage);
@@ -418,19 +461,30 @@ at::Tensor host_alias(const at::Tensor& device_tensor, bool resizable) {
                    [](void* ctx) { delete static_cast<c10::Storage*>(ctx); },
                    c10::Device(at::kCPU)),
       resizable ? c10::GetAllocator(c10::DeviceType::CPU) : nullptr, resizable);
-  at::Tensor alias = at::empty({0}, options);
-  alias.set_(host_storage, device_tensor.storage_offset(), device_tensor.sizes(),
-             device_tensor.strides());
+  at::Tensor alias = at::detail::make_tensor<c10::TensorImpl>(
+      std::move(host_storage), c10::DispatchKeySet(c10::DispatchKey::CPU),
+      device_tensor.dtype());
+  alias.unsafeGetTensorImpl()->set_sizes_and_strides(
+      device_tensor.sizes(), device_tensor.strides(), device_tensor.storage_offset());
   // A lazily conjugated or negated view reads as such on the host too.
   alias._set_conj(device_tensor.is_conj());
   alias._set_neg(device_tensor.is_neg());
   return alias;
 }
 
+// The host alias of a device tensor once every op queued on its device has run: what
+// every host access (copies, item(), the host routes) goes through.
+at::Tensor host_alias(const at::Tensor& device_tensor, bool resizable) {
+  if (device_tensor.device().type() == kNeuron) {
+    wait_for_device(device_tensor.device().index());
+  }
+  return make_host_alias(device_tensor, resizable);
+}
+
 // The host data a compiled program reads for `tensor`: its alias when that is
 // dense and plain, else a contiguous host copy with conjugation/negation applied.
 at::Tensor host_input(const at::Tensor& tensor) {
-  at::Tensor host = host_alias(tensor, false);
+  at::Tensor host = host_alias(tensor, false);  // waits only off the execution threads
   if (host.is_conj() || host.is_neg()) {
     host = host.resolve_conj().resolve_neg();
   }
@@ -532,6 +586,61 @@ pybind11::list device_tensors_from(
   return results;
 }
 
+// What an asynchronous launch needs, made on the calling thread in one call:
+// (fresh, host_inputs, host_outputs). `fresh` are new device tensors, one per meta
+// (sizes, strides, dtype); `host_inputs` capture each input as it is now (a host alias
+// of a device tensor, whose bytes are read when the op runs; a copy of a CPU operand,
+// which the caller may change before then); `host_outputs` are host aliases of `fresh`
+// then of `targets` (the mutated arguments), which the op's results are written into.
+// Aliases pin the metadata and keep the storages alive until the op has run.
+pybind11::tuple capture_launch(const std::vector<at::Tensor>& inputs,
+                               const pybind11::sequence& metas,
+                               const std::vector<at::Tensor>& targets, int device) {
+  check_device_index(static_cast<c10::DeviceIndex>(device));
+  const size_t count = pybind11::len(metas);
+  std::vector<at::Tensor> fresh;
+  fresh.reserve(count);
+  {
+    c10::DeviceGuard guard(c10::Device(kNeuron, static_cast<c10::DeviceIndex>(device)));
+    for (size_t i = 0; i < count; ++i) {
+      auto meta = metas[i].cast<pybind11::tuple>();
+      auto sizes = meta[0].cast<std::vector<int64_t>>();
+      auto strides = meta[1].cast<std::vector<int64_t>>();
+      auto dtype = meta[2].cast<at::ScalarType>();
+      fresh.push_back(at::detail::empty_strided_generic(
+          sizes, strides, &g_allocator, c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+          dtype));
+    }
+  }
+  std::vector<at::Tensor> host_inputs;
+  host_inputs.reserve(inputs.size());
+  for (const at::Tensor& tensor : inputs) {
+    if (tensor.device().type() == kNeuron) {
+      host_inputs.push_back(make_host_alias(tensor, false));
+    } else {
+      host_inputs.push_back(tensor.detach().clone());
+    }
+  }
+  std::vector<at::Tensor> host_outputs;
+  host_outputs.reserve(count + targets.size());
+  for (const at::Tensor& tensor : fresh) {
+    host_outputs.push_back(make_host_alias(tensor, false));
+  }
+  for (const at::Tensor& tensor : targets) {
+    host_outputs.push_back(make_host_alias(tensor, false));
+  }
+  return pybind11::make_tuple(fresh, host_inputs, host_outputs);
+}
+
+// Copies program outputs into host tensors (host_outputs of capture_launch), in order.
+void write_arrays(const std::vector<at::Tensor>& targets, const pybind11::sequence& arrays) {
+  TORCH_CHECK(pybind11::len(arrays) >= targets.size(), "program produced ",
+              pybind11::len(arrays), " outputs where ", targets.size(), " were expected");
+  for (size_t i = 0; i < targets.size(); ++i) {
+    copy_array_into(targets[i], arrays[i]);
+  }
+}
+
 at::ScalarType neuron_dtype_or_default(std::optional<at::ScalarType> dtype) {
   return dtype.value_or(c10::typeMetaToScalarType(c10::get_default_dtype()));
 }
@@ -615,6 +724,7 @@ at::Tensor& set_storage(at::Tensor& self, c10::Storage source, int64_t storage_o
   TORCH_CHECK(source.device() == self.device() || !source.data(),
               "set_: expected a storage on ", self.device(), " but got one on ",
               source.device());
+  wait_for_device(self.device().index());
   auto* impl = self.unsafeGetTensorImpl();
   impl->set_storage_keep_dtype(std::move(source));
   impl->set_storage_offset(storage_offset);
@@ -743,6 +853,18 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("device_tensors_from", &device_tensors_from,
         "New neuron tensors (sizes, strides, dtype per meta) holding numpy arrays' values.",
         pybind11::arg("arrays"), pybind11::arg("metas"), pybind11::arg("device"));
+  m.def("capture_launch", &capture_launch,
+        "(fresh device tensors, host inputs, host outputs) of an asynchronous launch.",
+        pybind11::arg("inputs"), pybind11::arg("metas"), pybind11::arg("targets"),
+        pybind11::arg("device"));
+  m.def("write_arrays", &write_arrays,
+        "Copy numpy arrays into host tensors (a launch's host outputs), in order.");
+  m.def("set_sync_hook", [](pybind11::object hook) {
+    Py_XDECREF(g_sync_hook);
+    g_sync_hook = hook.is_none() ? nullptr : hook.release().ptr();
+  }, "sync_hook(device, block) -> idle: called before every host access to device memory.");
+  m.def("mark_execution_thread", []() { t_on_execution_thread = true; },
+        "This thread runs queued ops: its host accesses never wait for the queue.");
   m.def("write_array", [](const at::Tensor& tensor, pybind11::handle array) {
     copy_array_into(host_alias(tensor, false), array);
   }, "Copy a numpy array (same shape and dtype) into a neuron tensor.");

@@ -21,8 +21,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from torchneuron.device import _C, arrays, fallback
+from torchneuron.device import _C, arrays, fallback, streams
 from torchneuron.device.host import run_on_host
+from torchneuron.device.launch import Launch
 from torchneuron.device.plan import (
     DEVICE_TYPE,
     OpPlan,
@@ -64,6 +65,9 @@ class Entry:
     fresh_metas: tuple[tuple, ...] = ()
     # argument position of an integer division's divisor, checked for zeros per call
     divisor: int | None = None
+    # the program has run-time checks (an index out of range raises PyTorch's error):
+    # it runs synchronously, so the error is raised at the op
+    checked: bool = False
 
     def __post_init__(self) -> None:
         self.fresh_metas = tuple(meta for meta in self.fresh if _computed(meta))
@@ -105,8 +109,9 @@ def run_compiled(
             fallback.record_fallback(plan.name, entry.reason)
         return run_on_host(plan, values, tensors, device)
     if entry.divisor is not None:
+        streams.synchronize(device)  # the divisor's value is read: after the queued ops
         _check_divisor(values[entry.divisor])
-    inputs = _C.host_arrays(tensors)
+    scalar_arrays = []
     if scalars:
         for value, dtype in zip(scalars, entry.scalar_dtypes):
             if type(value) is int and tensors and not _fits_tensor(value, tensors[0].dtype):
@@ -123,9 +128,77 @@ def run_compiled(
                 result = run_on_host(plan, values, tensors, device)
                 fallback.record_fallback(plan.name, f"the scalar {value!r} does not fit {dtype}")
                 return result
-            inputs.append(np.asarray(value, dtype=dtype))
-    outputs = entry.compiled.execute(device, inputs)
-    return _assemble(plan, values, entry, outputs, device)
+            scalar_arrays.append(np.asarray(value, dtype=dtype))
+    if streams.launch_blocking() or entry.checked or _resizes(plan, values, entry):
+        # Synchronous: after the queued ops, on this thread, errors raised here. An out=
+        # argument of another shape is an input of the program as it is, and is resized
+        # only once the program has run.
+        streams.synchronize(device)
+        inputs = _C.host_arrays(tensors)
+        inputs.extend(scalar_arrays)
+        outputs = entry.compiled.execute(device, inputs)
+        return _assemble(plan, values, entry, outputs, device)
+    return _launch(plan, values, device, key, entry, tensors, scalar_arrays)
+
+
+def _resizes(plan: OpPlan, values: list, entry: Entry) -> bool:
+    """Whether the call resizes a mutated argument (an out= argument of another shape)."""
+    if not plan.mutated:
+        return False
+    shapes = iter(entry.mutated_shapes)
+    for arg_position in plan.mutated:
+        value = values[arg_position]
+        for target in value if isinstance(value, (list, tuple)) else (value,):
+            if tuple(target.shape) != next(shapes):
+                return True
+    return False
+
+
+def _launch(
+    plan: OpPlan,
+    values: list,
+    device: int,
+    key: tuple,
+    entry: Entry,
+    tensors: list,
+    scalar_arrays: list,
+) -> Any:
+    """Queue the call (``launch.Launch``); its result tensors are allocated now."""
+    targets = []
+    if plan.mutated:  # the mutated arguments, of the right shape already (``_resizes``)
+        shapes = iter(entry.mutated_shapes)
+        for arg_position in plan.mutated:
+            value = values[arg_position]
+            for target in value if isinstance(value, (list, tuple)) else (value,):
+                if 0 not in next(shapes):  # else nothing to write
+                    targets.append(target)
+    fresh, host_inputs, host_outputs = _C.capture_launch(
+        tensors, entry.fresh_metas, targets, device
+    )
+    streams.submit(
+        Launch(
+            device,
+            streams.current_stream(device),
+            plan.name,
+            key,
+            entry,
+            plan,
+            values,
+            tensors,
+            scalar_arrays,
+            fresh + targets,
+            host_inputs,
+            host_outputs,
+        )
+    )
+    if len(fresh) == len(entry.fresh):
+        new = fresh
+    else:  # undefined returns (None) or empty tensors among them
+        made = iter(fresh)
+        new = [
+            next(made) if _computed(meta) else _empty_output(meta, device) for meta in entry.fresh
+        ]
+    return pack_returns(plan, values, new)
 
 
 # Integer division ops: PyTorch's CPU kernels raise on a zero divisor, where the
@@ -304,7 +377,12 @@ def _compile(plan: OpPlan, values: list, key: tuple, tensors: list, scalars: lis
             core=device,
         )
         entry = Entry(
-            compiled, scalar_dtypes, fresh, mutated_shapes, divisor=_divisor(plan, values)
+            compiled,
+            scalar_dtypes,
+            fresh,
+            mutated_shapes,
+            divisor=_divisor(plan, values),
+            checked=bool(compiled.program_on(device).manifest.get("checks")),
         )
     except eager.OpCompileError as error:
         entry = HostOnly(error.reason)

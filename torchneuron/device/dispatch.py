@@ -16,6 +16,9 @@ compiled-cache key, its tensors and Python scalars) and takes its op's route
   memory. So does a call with no lowering (the CPU fallback, see ``fallback``),
   with a warning the first time.
 
+Compiled calls run asynchronously, queued on the device's execution thread
+(``streams``, ``launch``); the host routes run after the queued ops.
+
 The other modules: ``plan`` (the op plan and the walks over a call), ``compiled``,
 ``shapes`` (output shapes from a fake-tensor run), ``host``, ``arrays`` (numpy
 views of device tensors), ``scalars`` (which Scalar arguments are program inputs).
@@ -29,6 +32,7 @@ from typing import Any
 
 import torch
 
+from torchneuron.device import streams
 from torchneuron.device.compiled import compiled_cache_info, run_compiled
 from torchneuron.device.host import run_on_host, run_random
 from torchneuron.device.plan import DEVICE_TYPE, OpPlan, Route, flatten, plan_for, plans_by_op
@@ -121,6 +125,7 @@ def install() -> None:
         # native_batch_norm updates the running statistics without saying so in its schema;
         # _native_batch_norm_legit is the same op with the mutation declared.
         aten_library.impl(aten.native_batch_norm.default, _native_batch_norm_kernel, "PrivateUse1")
+        aten_library.impl(aten.record_stream.default, _record_stream_kernel, "PrivateUse1")
         # Their defaults raise for every backend but CPU/CUDA: compute them like any op.
         for op in (
             aten.convolution_overrideable.default,
@@ -173,6 +178,12 @@ def _native_batch_norm_kernel(
         (input, weight, bias, running_mean, running_var, training, momentum, eps),
         {},
     )
+
+
+def _record_stream_kernel(tensor: torch.Tensor, stream: torch.Stream) -> None:
+    """``Tensor.record_stream``: keep ``tensor`` until the work queued on ``stream`` has run."""
+    queued_on = streams._as_stream(stream)
+    streams.keep_until_run(queued_on.index, queued_on, tensor)
 
 
 def _convolution_kernel(op: torch._ops.OpOverload) -> Callable:

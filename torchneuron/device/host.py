@@ -11,6 +11,7 @@ call take this route:
 - calls the compiled route cannot take (no lowering: the CPU fallback).
 
 Mutated arguments whose alias the kernel replaced or resized are written back.
+These routes run on the calling thread, after the device's queued ops (``streams``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 
 import torch
 
-from torchneuron.device import _C
+from torchneuron.device import _C, streams
 from torchneuron.device.plan import (
     DEVICE_TYPE,
     GENERATOR,
@@ -35,8 +36,10 @@ from torchneuron.device.plan import (
 def run_on_host(plan: OpPlan, values: list, tensors: list, device: int) -> Any:
     """Run the op's CPU kernel on host aliases of the device tensors; results go to ``device``.
 
-    ``tensors`` are the call's tensors as ``flatten`` lists them.
+    ``tensors`` are the call's tensors as ``flatten`` lists them. Runs after every op
+    queued on ``device`` (it reads and writes their memory now).
     """
+    streams.synchronize(device)
     host_values = unflatten(plan, values, iter([_host(t) for t in tensors]))
     result = plan.call(host_values)
     for position in plan.mutated:

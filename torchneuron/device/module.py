@@ -8,18 +8,20 @@ device is registered (as ``CUDA_VISIBLE_DEVICES`` is read once).
 
 Memory functions report the core's HBM allocator, which accounts every device
 storage and every resident compiled program (``empty_cache`` unloads the
-cached programs of idle ops). Execution is synchronous, so ``synchronize`` has
-nothing to wait for.
+cached programs of idle ops). Ops run asynchronously on a per-device execution
+thread (``torchneuron.device.streams``): ``synchronize``, ``Stream``, ``Event``,
+``stream(...)`` work as ``torch.cuda``'s do, and ``NEURON_LAUNCH_BLOCKING=1`` makes
+every op synchronous.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-from collections.abc import Iterator
 from typing import Any
 
 import torch
+
+from torchneuron.device.streams import Event, Stream, set_stream
 
 
 def _native():
@@ -161,8 +163,10 @@ def get_device_capability(device: Any = None) -> dict[str, Any]:
 
 
 def synchronize(device: Any = None) -> None:
-    """Wait for the device: ops run synchronously, so there is never anything pending."""
-    _index(device)
+    """Wait for every op queued on the device; raises an error an op raised asynchronously."""
+    from torchneuron.device import streams
+
+    streams.synchronize(_index(device))
 
 
 def get_amp_supported_dtype() -> list[torch.dtype]:
@@ -303,18 +307,40 @@ def empty_cache() -> None:
 # -- streams -----------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def stream(stream: Any = None) -> Iterator[None]:
-    """Each device has one stream and runs ops in order: a no-op context."""
-    yield
+def stream(stream: torch.Stream | None):
+    """Context manager: work inside is issued on ``stream`` (None: no change)."""
+    from torchneuron.device.streams import stream_context
+
+    return stream_context(stream)
 
 
-def current_stream(device: Any = None) -> torch.Stream:
-    return torch.Stream(device=torch.device("neuron", _index(device)))
+class StreamContext:
+    """``torch.cuda.StreamContext``: the class form of ``stream(...)``."""
+
+    def __init__(self, stream: torch.Stream | None):
+        self.stream = stream
+        self._context = None
+
+    def __enter__(self):
+        self._context = stream(self.stream)
+        self._context.__enter__()
+        return self.stream
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._context.__exit__(*exc_info)
 
 
-def default_stream(device: Any = None) -> torch.Stream:
-    return current_stream(device)
+def current_stream(device: Any = None) -> Stream:
+    """This thread's current stream on ``device``."""
+    from torchneuron.device import streams
+
+    return streams.current_stream(_index(device))
+
+
+def default_stream(device: Any = None) -> Stream:
+    from torchneuron.device import streams
+
+    return streams.default_stream(_index(device))
 
 
 def get_fallback_ops() -> list[str]:
@@ -324,7 +350,10 @@ def get_fallback_ops() -> list[str]:
 
 
 __all__ = [
+    "Event",
     "NeuronDeviceProperties",
+    "Stream",
+    "StreamContext",
     "current_device",
     "current_stream",
     "default_generator",
@@ -360,6 +389,7 @@ __all__ = [
     "set_device",
     "set_rng_state",
     "set_rng_state_all",
+    "set_stream",
     "stream",
     "synchronize",
 ]

@@ -1,0 +1,90 @@
+"""``Launch``: one compiled op call queued for a device's execution thread.
+
+The compiled route (``compiled.run_compiled``) builds a launch on the calling thread
+once it knows the call's program and output metadata: the new output tensors are
+allocated there (so the op returns at once), each input and output is captured as a
+host alias (``_C.capture_launch``: the metadata is pinned and the storage kept alive
+until the op has run, whatever the caller does to the tensors meanwhile), and the
+launch is submitted to ``streams``. ``run()``, on the execution thread, reads the
+inputs' bytes, executes the program and writes the results into the outputs.
+
+A fuser (``streams.install_fuser``) receives launches before they are queued; the
+fields below are what it may read. ``inputs`` and ``outputs`` are the device tensors
+(identity tells which launch produced which tensor); ``host_inputs`` and
+``host_outputs`` are what ``run()`` reads and writes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torchneuron.device import _C
+
+
+class Launch:
+    """A compiled op call ready to run.
+
+    - ``device``: the device index; ``stream``: the ``streams.Stream`` it was issued on;
+    - ``name``: the op (``aten::add.Tensor``); ``key``: its compiled-cache key;
+    - ``entry``: the ``compiled.Entry`` (program, output metadata); ``plan``: the ``OpPlan``;
+    - ``values``: the call's normalized arguments;
+    - ``inputs``: the call's tensors in program order (device tensors, and CPU 0-d
+      operands); ``scalars``: the lifted Python scalars as numpy 0-d arrays, after them;
+    - ``outputs``: the tensors the program writes, in program output order: the
+      computed new outputs, then the mutated arguments (their non-empty ones);
+    - ``host_inputs`` / ``host_outputs``: the captured host views ``run()`` uses.
+    """
+
+    __slots__ = (
+        "device",
+        "entry",
+        "host_inputs",
+        "host_outputs",
+        "inputs",
+        "key",
+        "name",
+        "outputs",
+        "plan",
+        "scalars",
+        "stream",
+        "values",
+    )
+
+    def __init__(
+        self,
+        device: int,
+        stream: Any,
+        name: str,
+        key: tuple,
+        entry: Any,
+        plan: Any,
+        values: list,
+        inputs: list,
+        scalars: list,
+        outputs: list,
+        host_inputs: list,
+        host_outputs: list,
+    ) -> None:
+        self.device = device
+        self.stream = stream
+        self.name = name
+        self.key = key
+        self.entry = entry
+        self.plan = plan
+        self.values = values
+        self.inputs = inputs
+        self.scalars = scalars
+        self.outputs = outputs
+        self.host_inputs = host_inputs
+        self.host_outputs = host_outputs
+
+    def run(self) -> None:
+        """Execute the program on the inputs as they are now; write the outputs."""
+        arrays = _C.host_arrays(self.host_inputs)
+        if self.scalars:
+            arrays.extend(self.scalars)
+        results = self.entry.compiled.execute(self.device, arrays)
+        _C.write_arrays(self.host_outputs, results)
+
+    def __repr__(self) -> str:
+        return f"Launch({self.name} on neuron:{self.device})"
