@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from torchneuron.runtime import NeuronRuntimeError, executable_cache_info, load_neff
+from torchneuron.runtime import NeuronRuntimeError, executable_cache_info, executor, load_neff
 from torchneuron.runtime.executor import PROGRAM_CACHE, get_executor, set_executable_cache_capacity
+from torchneuron.settings import SettingsError
 
 from .conftest import binary_neff
 
@@ -24,13 +25,24 @@ from torchneuron.runtime import load_neff
 from torchneuron.runtime.executor import get_executor
 loaded = load_neff(binary_neff("add", "float32"))
 out = loaded.execute([np.ones((2, 3), np.float32)] * 2)[0]
+names = [open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")]
 print(json.dumps({"flags": os.environ.get("XLA_FLAGS", ""),
-                  "single": get_executor().single_threaded, "sum": float(out.sum())}))
+                  "single": get_executor().single_threaded, "threads": get_executor().threads,
+                  "pool": names.count("tf_XLAEigen"), "sum": float(out.sum())}))
 """
+
+# Whatever this test process was started with, a child sees only what a test gives it.
+THREAD_VARIABLES = (
+    "XLA_FLAGS",
+    "PJRT_NPROC",
+    "NPROC",
+    "TORCHNEURON_XLA_SINGLE_THREADED",
+    "TORCHNEURON_XLA_THREADS",
+)
 
 
 def run_child(extra_env: dict[str, str]) -> dict:
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"} | extra_env
+    env = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES} | extra_env
     done = subprocess.run(
         [sys.executable, "-c", CHILD],
         cwd=REPO,
@@ -56,11 +68,46 @@ def test_single_threaded_xla_is_opt_in():
     assert enabled["sum"] == 12.0
 
 
-def test_xla_keeps_its_threads_by_default(monkeypatch):
-    if os.environ.get("TORCHNEURON_XLA_SINGLE_THREADED"):
-        pytest.skip("this test process asked for single-threaded XLA")
-    load_neff(binary_neff("add", "float32"))
-    assert get_executor().single_threaded is False
+def test_single_threaded_xla_has_one_pool_thread():
+    # The flag alone left XLA's pool at one thread per core; the pool's size is the limit.
+    child = run_child({"TORCHNEURON_XLA_SINGLE_THREADED": "1", "TORCHNEURON_XLA_THREADS": "3"})
+    assert (child["threads"], child["pool"]) == (1, 1)
+
+
+def test_xla_threads_sets_the_pool_size():
+    child = run_child({"TORCHNEURON_XLA_THREADS": "3"})
+    assert (child["threads"], child["pool"], child["single"]) == (3, 3, False)
+    assert child["sum"] == 12.0
+
+
+def test_xla_uses_every_core_by_default():
+    child = run_child({})
+    cores = len(os.sched_getaffinity(0))
+    assert (child["threads"], child["pool"]) == (cores, cores)
+    assert child["flags"] == ""
+
+
+def test_a_pool_size_the_user_gave_xla_is_left_alone():
+    child = run_child({"PJRT_NPROC": "3"})
+    assert (child["threads"], child["pool"]) == (None, 3)
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "many", "1.5"])
+def test_a_malformed_thread_count_names_the_variable(monkeypatch, value):
+    monkeypatch.setenv("TORCHNEURON_XLA_THREADS", value)
+    monkeypatch.delenv("TORCHNEURON_XLA_SINGLE_THREADED", raising=False)
+    monkeypatch.setattr(executor, "_single_threaded_request", None)
+    with pytest.raises(SettingsError, match=f"TORCHNEURON_XLA_THREADS='{value}' is not a thread"):
+        executor.requested_xla_threads()
+
+
+def test_set_single_threaded_false_overrides_the_environment(monkeypatch):
+    monkeypatch.setenv("TORCHNEURON_XLA_SINGLE_THREADED", "1")
+    monkeypatch.setenv("TORCHNEURON_XLA_THREADS", "2")
+    monkeypatch.setattr(executor, "_single_threaded_request", False)
+    assert executor.requested_xla_threads() == 2
+    monkeypatch.setattr(executor, "_single_threaded_request", None)
+    assert executor.requested_xla_threads() == 1
 
 
 def test_unknown_executor():
