@@ -1,10 +1,22 @@
 """Compile time and steady-state latency of backend="neuron" against eager CPU and Inductor.
 
-Everything runs in one process, single-threaded (PyTorch and XLA), on the
-GPT-style stack from ``torchneuron.zoo``; figures are printed as ratios because
-absolute times on a shared machine are noisy.
+Everything runs in one process, single-threaded (``OMP_NUM_THREADS=1``,
+``torch.set_num_threads(1)``, ``TORCHNEURON_XLA_SINGLE_THREADED=1``: XLA's pool has
+one thread), and figures are printed as ratios because absolute times on a shared
+machine are noisy. Two parts:
 
-    python benchmarks/compile_and_run.py [--repeats 50]
+- ``stack``: the GPT-style stack of issue 12 (``benchmarks/gpt_stack.py``: 4 layers,
+  d=256, 4 heads, causal ``nn.MultiheadAttention``, vocab 2048, batch 4 x 128):
+  inference and training step (forward + backward + SGD) for eager CPU, Inductor and
+  neuron, the engines' calls interleaved so that the machine's noise falls on all
+  three alike; cold and warm compile of the inference graph. Prints the issue's table.
+- ``zoo``: a model of ``torchneuron.zoo`` (``--model``, default the small gpt block):
+  compile times, ``compile_graph`` alone, inference and training latency.
+
+Both compile caches start empty (a fresh temporary directory for the NEFF cache and
+for Inductor's), so "cold" is a first compile.
+
+    python benchmarks/compile_and_run.py [--part stack|zoo|all] [--repeats 30]
 """
 
 from __future__ import annotations
@@ -13,16 +25,22 @@ import argparse
 import copy
 import os
 import statistics
+import tempfile
 import time
 
-# XLA reads its flags once, when the backend starts: set them before any import of jax.
-os.environ.setdefault(
-    "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-)
+# Read once, at start-up (XLA's pool, OpenMP) or at first use (caches): set before imports.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("TORCHNEURON_XLA_SINGLE_THREADED", "1")
+os.environ.setdefault("TORCHNEURON_CACHE_DIR", tempfile.mkdtemp(prefix="torchneuron-bench-"))
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="inductor-bench-"))
 
 import torch
+from gpt_stack import Logits, make_inputs, make_model, train_step_timed
 
+import torchneuron  # noqa: F401  (registers the backend)
 from torchneuron.zoo import ZOO
+
+ENGINES = ("eager", "inductor", "neuron")
 
 
 def timed(fn) -> float:
@@ -39,17 +57,34 @@ def median_time(fn, repeats: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=50)
+    parser.add_argument("--part", default="all", choices=("stack", "zoo", "all"))
+    parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--model", default="gpt", choices=sorted(ZOO))
     args = parser.parse_args()
     torch.set_num_threads(1)
+    from torchneuron.runtime.executor import get_executor
 
-    entry = ZOO[args.model]
+    print(
+        f"torch threads {torch.get_num_threads()}, XLA single-threaded "
+        f"{os.environ.get('TORCHNEURON_XLA_SINGLE_THREADED')}, OMP_NUM_THREADS "
+        f"{os.environ.get('OMP_NUM_THREADS')}"
+    )
+    if args.part in ("stack", "all"):  # first: its compiles are the process's first
+        gpt_stack_table(args.repeats)
+        xla = get_executor()
+        print(f"XLA thread pool: {getattr(xla, 'threads', None) or 'not sized by torchneuron'}")
+    if args.part in ("zoo", "all"):
+        zoo_figures(args.model, args.repeats)
+
+
+def zoo_figures(name: str, repeats: int) -> None:
+    torch._dynamo.reset()
+    entry = ZOO[name]
     model = entry.build().eval()
     inputs = entry.example_inputs()
 
     print(
-        f"model: {args.model} ({sum(p.numel() for p in model.parameters())} parameters), "
+        f"\nzoo model: {name} ({sum(p.numel() for p in model.parameters())} parameters), "
         f"inputs {[tuple(t.shape) for t in inputs]}, torch threads 1, XLA single-threaded"
     )
 
@@ -99,9 +134,9 @@ def main() -> None:
     with torch.no_grad():
         neuron_fn = torch.compile(model, backend="neuron")
         inductor_fn = torch.compile(model, backend="inductor")
-        eager = median_time(lambda: model(*inputs), args.repeats)
-        inductor = median_time(lambda: inductor_fn(*inputs), args.repeats)
-        neuron = median_time(lambda: neuron_fn(*inputs), args.repeats)
+        eager = median_time(lambda: model(*inputs), repeats)
+        inductor = median_time(lambda: inductor_fn(*inputs), repeats)
+        neuron = median_time(lambda: neuron_fn(*inputs), repeats)
     print("\nsteady-state inference latency (median)")
     _print_latencies(eager, inductor, neuron)
 
@@ -118,11 +153,98 @@ def main() -> None:
 
         return step
 
-    eager_step = median_time(make_step(model, None), args.repeats)
-    inductor_step = median_time(make_step(model, "inductor"), args.repeats)
-    neuron_step = median_time(make_step(model, "neuron"), args.repeats)
+    eager_step = median_time(make_step(model, None), repeats)
+    inductor_step = median_time(make_step(model, "inductor"), repeats)
+    neuron_step = median_time(make_step(model, "neuron"), repeats)
     print("\ntraining step latency (median, forward + backward + SGD)")
     _print_latencies(eager_step, inductor_step, neuron_step)
+
+
+# -- the GPT-style stack of issue 12 ---------------------------------------------------
+
+
+def interleaved_medians(functions: dict, repeats: int, warmup: int = 3) -> dict:
+    """Median seconds per call of each function, calling them in turn (not one after
+    the other) so that a noisy stretch of the machine hits every engine."""
+    for fn in functions.values():
+        for _ in range(warmup):
+            fn()
+    samples: dict = {name: [] for name in functions}
+    for _ in range(repeats):
+        for name, fn in functions.items():
+            samples[name].append(timed(fn))
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def gpt_stack_table(repeats: int) -> None:
+    tokens, targets = make_inputs()
+    base = make_model()
+    print(
+        f"\nGPT stack: {sum(p.numel() for p in base.parameters())} parameters, "
+        f"tokens {tuple(tokens.shape)}"
+    )
+
+    # -- compile, inference graph: cold (empty caches), then warm ----------------------
+    infer = Logits(base).eval()
+    compile_seconds = {}
+    for backend in ("neuron", "inductor"):
+        for kind in ("cold", "warm"):
+            # warm: torch._dynamo.reset() forgets Dynamo's code cache; the backend's
+            # own caches (in memory and on disk) answer what they can
+            torch._dynamo.reset()
+            with torch.no_grad():
+                compiled = torch.compile(infer, backend=backend)
+                compile_seconds[backend, kind] = timed(lambda c=compiled: c(tokens))
+    torch._dynamo.reset()
+
+    # -- steady-state inference ---------------------------------------------------------
+    with torch.no_grad():
+        inference_fns = {
+            "eager": infer,
+            "inductor": torch.compile(infer, backend="inductor"),
+            "neuron": torch.compile(infer, backend="neuron"),
+        }
+        expected = infer(tokens)
+        for name in ("inductor", "neuron"):
+            difference = (inference_fns[name](tokens) - expected).abs().max().item()
+            print(f"inference, {name} vs eager: max |difference| {difference:.2e}")
+        inference = interleaved_medians(
+            {name: (lambda fn=fn: fn(tokens)) for name, fn in inference_fns.items()}, repeats
+        )
+
+    # -- training step: forward + backward + SGD, each engine on its own copy ---------
+    steps, first_losses = {}, {}
+    for name in ENGINES:
+        model = copy.deepcopy(base).train()
+        fn = model if name == "eager" else torch.compile(model, backend=name)
+        opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+        start = time.perf_counter()
+        first_losses[name] = train_step_timed(fn, opt, tokens, targets)[3].item()
+        if name != "eager":
+            print(f"training, {name}: compile + first step {time.perf_counter() - start:.1f} s")
+        steps[name] = lambda fn=fn, opt=opt: train_step_timed(fn, opt, tokens, targets)
+    training = interleaved_medians(steps, repeats)
+    print(
+        "first training loss: "
+        + ", ".join(f"{name} {loss:.6f}" for name, loss in first_losses.items())
+        + f" (neuron - eager: {first_losses['neuron'] - first_losses['eager']:+.2e})"
+    )
+
+    print(f"\nmedian of {repeats} interleaved calls, single-threaded")
+    print('| | eager CPU | Inductor | `backend="neuron"` | neuron / Inductor | neuron / eager |')
+    print("|---|---|---|---|---|---|")
+    for label, row in (("inference", inference), ("training step (fw + bw + SGD)", training)):
+        print(
+            f"| {label} | {1e3 * row['eager']:.1f} ms | {1e3 * row['inductor']:.1f} ms | "
+            f"{1e3 * row['neuron']:.1f} ms | {row['neuron'] / row['inductor']:.2f}x | "
+            f"{row['neuron'] / row['eager']:.2f}x |"
+        )
+    for kind in ("cold", "warm"):
+        neuron, inductor = compile_seconds["neuron", kind], compile_seconds["inductor", kind]
+        print(
+            f"| {kind} compile, inference | — | {inductor:.2f} s | {neuron:.2f} s | "
+            f"{neuron / inductor:.3f}x | — |"
+        )
 
 
 def _print_latencies(eager: float, inductor: float, neuron: float) -> None:
