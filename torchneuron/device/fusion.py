@@ -5,9 +5,10 @@ its input tensors and preallocated outputs) queued per device. The ``Fuser`` sit
 in front of the queues (``streams.install_fuser``): it holds back consecutive
 *fusible* launches of one device and stream as a chain, and hands the chain over
 when it ends. A launch is fusible when its op is functional (writes none of its
-arguments) and elementwise (``torch.Tag.pointwise``) or one of ``REDUCTIONS``, its
-program computes every output (no empty or undefined ones), it has no per-call
-check (integer division by zero), and its tensors have dtypes of ``FUSIBLE_DTYPES``.
+arguments) and elementwise (``torch.Tag.pointwise``), a dtype conversion or a
+reduction (``ALSO_FUSIBLE``), its program computes every output (no empty or
+undefined ones), it has no per-call check (integer division by zero), and its
+tensors have dtypes of ``FUSIBLE_DTYPES``.
 A chain ends at
 
 - a launch that is not fusible, or of another stream (the held launches go first);
@@ -65,9 +66,11 @@ STRUCTURE_ENTRIES = 1024
 
 aten = torch.ops.aten
 
-# Reductions that fuse (with the elementwise ops that feed them or read them).
-REDUCTIONS = frozenset(
+# Ops that fuse besides the pointwise-tagged ones: dtype conversions (``x.float()``) and
+# reductions (with the elementwise ops that feed them or read them).
+ALSO_FUSIBLE = frozenset(
     {
+        aten._to_copy.default,
         aten.sum.default,
         aten.sum.dim_IntList,
         aten.mean.default,
@@ -107,7 +110,7 @@ _fusible_ops: dict[Any, bool] = {}
 def _fusible_op(op: torch._ops.OpOverload) -> bool:
     known = _fusible_ops.get(op)
     if known is None:
-        known = op in REDUCTIONS or torch.Tag.pointwise in op.tags
+        known = op in ALSO_FUSIBLE or torch.Tag.pointwise in op.tags
         _fusible_ops[op] = known
     return known
 
@@ -482,6 +485,11 @@ class Fuser:
             if len(chain.launches) >= CHAIN_CAP:
                 items.extend(self._close(device))
             return items
+
+    def held(self, device: int) -> int:
+        """How many launches are held back for ``device``."""
+        chain = self._chains.get(device)
+        return 0 if chain is None else len(chain.launches)
 
     def flush(self, device: int) -> list:
         """The items held for ``device``, to queue now (a synchronization point)."""
