@@ -86,6 +86,9 @@ bool python_usable() {
 
 // Calls the sync hook for `device`; false when work is still pending (only if !block).
 bool call_sync_hook(c10::DeviceIndex device, bool block) {
+  if (device < 0) {
+    device = t_current_device;  // a stream or event of "the current device"
+  }
   if (t_on_execution_thread || g_sync_hook == nullptr || !python_usable()) {
     return true;
   }

@@ -14,8 +14,13 @@ NEFF written without a schedule has none (``LoadedNeff.schedule`` is None): its
 executions are recorded with unknown device time ("n/a" in the table, no kernels in
 the trace); nothing re-runs the cost model here.
 
+Eager ops run asynchronously on each device's execution thread, where the hook
+sees them: host times are those of the execution, not of the op's submission. A
+profile waits for the queued ops when it starts and when it stops, so it holds the
+executions of the ops issued inside it.
+
 Device time is a model, not a measurement: executions on a core are laid end to end
-on a device timeline (an execution starts when the host submits it, or when the
+on a device timeline (an execution starts when the host runs it, or when the
 previous one on that core ends), and each one's kernels are drawn on one lane per
 engine (TensorE, VectorE, ScalarE, GpSimd, DMA) at their scheduled times.
 """
@@ -114,6 +119,7 @@ class profile:
 
         if self._active:
             return
+        _drain_device_queues()
         if self._origin is None:
             self._origin = time.perf_counter()
         add_execute_hook(self._record)
@@ -122,6 +128,8 @@ class profile:
     def stop(self) -> None:
         from torchneuron.runtime.loaded_neff import remove_execute_hook
 
+        if self._active:
+            _drain_device_queues()  # the ops issued inside the profile have run
         remove_execute_hook(self._record)
         self._active = False
 
@@ -306,6 +314,15 @@ class profile:
         load it."""
         with open(path, "w", encoding="utf-8") as file:
             file.write(self.chrome_trace_text())
+
+
+def _drain_device_queues() -> None:
+    """Wait for the ops queued on the neuron devices (nothing to do if none ever ran)."""
+    import sys
+
+    streams = sys.modules.get("torchneuron.device.streams")
+    if streams is not None:
+        streams.drain_all()
 
 
 def _metadata(name: str, pid: int, tid: int | None, args: dict) -> dict:

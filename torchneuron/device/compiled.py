@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from torchneuron.device import _C, arrays, fallback, streams
+from torchneuron.device import _C, arrays, fallback, stream_api, streams
 from torchneuron.device.host import run_on_host
 from torchneuron.device.launch import Launch
 from torchneuron.device.plan import (
@@ -178,7 +178,7 @@ def _launch(
     streams.submit(
         Launch(
             device,
-            streams.current_stream(device),
+            stream_api.current_stream(device),
             plan.name,
             key,
             entry,

@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from torchneuron.device import streams
+from torchneuron.device import stream_api, streams
 from torchneuron.device.compiled import compiled_cache_info, run_compiled
 from torchneuron.device.host import run_on_host, run_random
 from torchneuron.device.plan import DEVICE_TYPE, OpPlan, Route, flatten, plan_for, plans_by_op
@@ -182,7 +182,7 @@ def _native_batch_norm_kernel(
 
 def _record_stream_kernel(tensor: torch.Tensor, stream: torch.Stream) -> None:
     """``Tensor.record_stream``: keep ``tensor`` until the work queued on ``stream`` has run."""
-    queued_on = streams._as_stream(stream)
+    queued_on = stream_api.as_stream(stream)
     streams.keep_until_run(queued_on.index, queued_on, tensor)
 
 

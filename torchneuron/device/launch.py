@@ -24,7 +24,7 @@ from torchneuron.device import _C
 class Launch:
     """A compiled op call ready to run.
 
-    - ``device``: the device index; ``stream``: the ``streams.Stream`` it was issued on;
+    - ``device``: the device index; ``stream``: the ``stream_api.Stream`` it was issued on;
     - ``name``: the op (``aten::add.Tensor``); ``key``: its compiled-cache key;
     - ``entry``: the ``compiled.Entry`` (program, output metadata); ``plan``: the ``OpPlan``;
     - ``values``: the call's normalized arguments;

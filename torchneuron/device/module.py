@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from torchneuron.device.streams import Event, Stream, set_stream
+from torchneuron.device.stream_api import Event, Stream, set_stream
 
 
 def _native():
@@ -309,7 +309,7 @@ def empty_cache() -> None:
 
 def stream(stream: torch.Stream | None):
     """Context manager: work inside is issued on ``stream`` (None: no change)."""
-    from torchneuron.device.streams import stream_context
+    from torchneuron.device.stream_api import stream_context
 
     return stream_context(stream)
 
@@ -332,15 +332,15 @@ class StreamContext:
 
 def current_stream(device: Any = None) -> Stream:
     """This thread's current stream on ``device``."""
-    from torchneuron.device import streams
+    from torchneuron.device import stream_api
 
-    return streams.current_stream(_index(device))
+    return stream_api.current_stream(_index(device))
 
 
 def default_stream(device: Any = None) -> Stream:
-    from torchneuron.device import streams
+    from torchneuron.device import stream_api
 
-    return streams.default_stream(_index(device))
+    return stream_api.default_stream(_index(device))
 
 
 def get_fallback_ops() -> list[str]:
