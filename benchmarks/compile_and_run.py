@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import copy
 import os
+import resource
 import statistics
 import tempfile
 import time
@@ -163,17 +164,22 @@ def zoo_figures(name: str, repeats: int) -> None:
 # -- the GPT-style stack of issue 12 ---------------------------------------------------
 
 
-def interleaved_medians(functions: dict, repeats: int, warmup: int = 3) -> dict:
+def interleaved_medians(functions: dict, repeats: int, warmup: int = 3) -> tuple[dict, dict]:
     """Median seconds per call of each function, calling them in turn (not one after
-    the other) so that a noisy stretch of the machine hits every engine."""
+    the other) so that a noisy stretch of the machine hits every engine; and each
+    one's minor page faults per call (memory the kernel had to map afresh)."""
     for fn in functions.values():
         for _ in range(warmup):
             fn()
     samples: dict = {name: [] for name in functions}
+    faults = dict.fromkeys(functions, 0)
     for _ in range(repeats):
         for name, fn in functions.items():
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             samples[name].append(timed(fn))
-    return {name: statistics.median(values) for name, values in samples.items()}
+            faults[name] += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+    medians = {name: statistics.median(values) for name, values in samples.items()}
+    return medians, {name: count / repeats for name, count in faults.items()}
 
 
 def gpt_stack_table(repeats: int) -> None:
@@ -208,7 +214,7 @@ def gpt_stack_table(repeats: int) -> None:
         for name in ("inductor", "neuron"):
             difference = (inference_fns[name](tokens) - expected).abs().max().item()
             print(f"inference, {name} vs eager: max |difference| {difference:.2e}")
-        inference = interleaved_medians(
+        inference, inference_faults = interleaved_medians(
             {name: (lambda fn=fn: fn(tokens)) for name, fn in inference_fns.items()}, repeats
         )
 
@@ -223,7 +229,7 @@ def gpt_stack_table(repeats: int) -> None:
         if name != "eager":
             print(f"training, {name}: compile + first step {time.perf_counter() - start:.1f} s")
         steps[name] = lambda fn=fn, opt=opt: train_step_timed(fn, opt, tokens, targets)
-    training = interleaved_medians(steps, repeats)
+    training, training_faults = interleaved_medians(steps, repeats)
     print(
         "first training loss: "
         + ", ".join(f"{name} {loss:.6f}" for name, loss in first_losses.items())
@@ -244,6 +250,11 @@ def gpt_stack_table(repeats: int) -> None:
         print(
             f"| {kind} compile, inference | — | {inductor:.2f} s | {neuron:.2f} s | "
             f"{neuron / inductor:.3f}x | — |"
+        )
+    for label, faults in (("inference", inference_faults), ("training step", training_faults)):
+        print(
+            f"minor page faults per {label}: "
+            + ", ".join(f"{name} {count:.0f}" for name, count in faults.items())
         )
 
 
