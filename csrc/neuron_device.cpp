@@ -589,6 +589,28 @@ pybind11::list device_tensors_from(
   return results;
 }
 
+// The new outputs of a compiled op (sizes, strides, dtype each), converted once per
+// compiled entry so that a launch allocates them without reading Python tuples.
+struct OutputMeta {
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+  at::ScalarType dtype;
+};
+struct OutputMetas {
+  std::vector<OutputMeta> metas;
+};
+
+OutputMetas make_output_metas(const pybind11::sequence& metas) {
+  OutputMetas converted;
+  for (const auto& item : metas) {
+    auto meta = item.cast<pybind11::tuple>();
+    converted.metas.push_back(OutputMeta{meta[0].cast<std::vector<int64_t>>(),
+                                         meta[1].cast<std::vector<int64_t>>(),
+                                         meta[2].cast<at::ScalarType>()});
+  }
+  return converted;
+}
+
 // What an asynchronous launch needs, made on the calling thread in one call:
 // (fresh, host_inputs, host_outputs). `fresh` are new device tensors, one per meta
 // (sizes, strides, dtype); `host_inputs` capture each input as it is now (a host alias
@@ -596,23 +618,17 @@ pybind11::list device_tensors_from(
 // which the caller may change before then); `host_outputs` are host aliases of `fresh`
 // then of `targets` (the mutated arguments), which the op's results are written into.
 // Aliases pin the metadata and keep the storages alive until the op has run.
-pybind11::tuple capture_launch(const std::vector<at::Tensor>& inputs,
-                               const pybind11::sequence& metas,
+pybind11::tuple capture_launch(const std::vector<at::Tensor>& inputs, const OutputMetas& metas,
                                const std::vector<at::Tensor>& targets, int device) {
   check_device_index(static_cast<c10::DeviceIndex>(device));
-  const size_t count = pybind11::len(metas);
   std::vector<at::Tensor> fresh;
-  fresh.reserve(count);
+  fresh.reserve(metas.metas.size());
   {
     c10::DeviceGuard guard(c10::Device(kNeuron, static_cast<c10::DeviceIndex>(device)));
-    for (size_t i = 0; i < count; ++i) {
-      auto meta = metas[i].cast<pybind11::tuple>();
-      auto sizes = meta[0].cast<std::vector<int64_t>>();
-      auto strides = meta[1].cast<std::vector<int64_t>>();
-      auto dtype = meta[2].cast<at::ScalarType>();
+    for (const OutputMeta& meta : metas.metas) {
       fresh.push_back(at::detail::empty_strided_generic(
-          sizes, strides, &g_allocator, c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
-          dtype));
+          meta.sizes, meta.strides, &g_allocator,
+          c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), meta.dtype));
     }
   }
   std::vector<at::Tensor> host_inputs;
@@ -625,7 +641,7 @@ pybind11::tuple capture_launch(const std::vector<at::Tensor>& inputs,
     }
   }
   std::vector<at::Tensor> host_outputs;
-  host_outputs.reserve(count + targets.size());
+  host_outputs.reserve(fresh.size() + targets.size());
   for (const at::Tensor& tensor : fresh) {
     host_outputs.push_back(make_host_alias(tensor, false));
   }
@@ -856,6 +872,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("device_tensors_from", &device_tensors_from,
         "New neuron tensors (sizes, strides, dtype per meta) holding numpy arrays' values.",
         pybind11::arg("arrays"), pybind11::arg("metas"), pybind11::arg("device"));
+  pybind11::class_<OutputMetas>(m, "OutputMetas",
+                                "A compiled op's new outputs (sizes, strides, dtype), for capture_launch.");
+  m.def("output_metas", &make_output_metas, "OutputMetas from (sizes, strides, dtype) tuples.");
   m.def("capture_launch", &capture_launch,
         "(fresh device tensors, host inputs, host outputs) of an asynchronous launch.",
         pybind11::arg("inputs"), pybind11::arg("metas"), pybind11::arg("targets"),

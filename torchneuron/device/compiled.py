@@ -69,8 +69,12 @@ class Entry:
     # it runs synchronously, so the error is raised at the op
     checked: bool = False
 
+    # ``fresh_metas`` in the native layer's form (``_C.capture_launch`` reads it)
+    native_metas: Any = None
+
     def __post_init__(self) -> None:
         self.fresh_metas = tuple(meta for meta in self.fresh if _computed(meta))
+        self.native_metas = _C.output_metas(self.fresh_metas)
 
 
 def _computed(meta: tuple | None) -> bool:
@@ -173,7 +177,7 @@ def _launch(
                 if 0 not in next(shapes):  # else nothing to write
                     targets.append(target)
     fresh, host_inputs, host_outputs = _C.capture_launch(
-        tensors, entry.fresh_metas, targets, device
+        tensors, entry.native_metas, targets, device
     )
     streams.submit(
         Launch(

@@ -137,13 +137,14 @@ def default_stream(device: Any = None) -> Stream:
 
 def current_stream(device: Any = None) -> Stream:
     """This thread's current stream on ``device`` (the default stream unless set)."""
-    index = _device_index(device)
+    index = device if type(device) is int else _device_index(device)
     current = getattr(_local, "streams", None)
     if current is not None:
         found = current.get(index)
         if found is not None:
             return found
-    return default_stream(index)
+    found = _default_streams.get(index)
+    return found if found is not None else default_stream(index)
 
 
 def set_stream(stream: torch.Stream) -> None:

@@ -186,6 +186,8 @@ class _DeviceQueue:
         """Block (the GIL released) until item ``sequence`` has run."""
         if self.completed >= sequence or _on_execution_thread():
             return
+        # a stream's position from before a fork (the child's queue starts again at 0)
+        sequence = min(sequence, self.submitted)
         with self._done:
             self._waiting += 1
             try:
@@ -381,4 +383,5 @@ def install() -> None:
     _C.set_sync_hook(_host_sync)
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+# Queued work is done before a fork (the child has no execution threads to finish it).
+os.register_at_fork(before=drain_all, after_in_child=_after_fork_in_child)
