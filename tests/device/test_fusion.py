@@ -258,3 +258,56 @@ def test_the_profiler_and_stats_name_fused_programs_and_their_ops():
     (row,) = fusion.stats()["structures"]
     assert row["ops"] == ["aten::mul.Tensor", "aten::add.Tensor", "aten::exp"]
     assert row["state"] == "fused" and row["runs"] == 1
+
+
+def test_temporaries_only_the_chain_reads_are_not_written():
+    x = randn(16, 16)
+    for _ in range(4):  # (the first run's compiles may hold a temporary for a while)
+        y = 0.5 * x * (1 + torch.tanh(x * 0.7))
+        result = y.cpu()
+    (row,) = [row for row in fusion.stats()["structures"] if row["runs"]]
+    assert (row["outputs_written"], row["outputs"]) == (1, 5)  # y alone
+    expected = 0.5 * x.cpu() * (1 + torch.tanh(x.cpu() * 0.7))
+    torch.testing.assert_close(result, expected)
+
+
+def test_an_intermediate_a_view_keeps_is_written(monkeypatch):
+    def chain(x):
+        a = x * 2
+        view = a[1:]  # holds a's memory after the name a is gone
+        b = (a + 1).exp()
+        del a
+        return view, b
+
+    x = randn(6, 6)
+    second = randn(6, 6, seed=3)
+    assert fused(chain, (x,), (second,)) == unfused(monkeypatch, chain, second)
+
+
+def test_an_output_autograd_saved_is_written(monkeypatch):
+    def chain(x):
+        w = x.detach().requires_grad_()
+        e = (w * 2).exp()  # exp's backward reads its saved result
+        loss = (e * 3).sum()
+        del e
+        loss.backward()
+        return (w.grad,)
+
+    x = randn(6, 6)
+    second = randn(6, 6, seed=3)
+    result = fused(chain, (x,), (second,))
+    assert result == unfused(monkeypatch, chain, second)
+
+
+def test_an_intermediate_behind_a_weak_reference_is_written():
+    import weakref
+
+    x = randn(8, 8)
+    for _ in range(3):
+        a = x * 2
+        reference = weakref.ref(a)
+        del a
+        b = reference() + 1
+        b.cpu()
+    rows = fusion.stats()["structures"]
+    assert rows and all(row["outputs_written"] == row["outputs"] for row in rows)

@@ -18,14 +18,17 @@ A chain ends at
   view of an intermediate): a program never reads memory it is still to write;
 - ``CHAIN_CAP`` launches.
 
-A chain is described by its *structure*: the compiled-cache key of each launch and
-the wiring (which input of launch j is output k of launch i, which come from
-outside; equal outside tensors are one input). Fusion is adaptive: the first
-``SEEN_BEFORE_FUSING - 1`` times a structure is seen it runs launch by launch, so a
-one-off sequence never pays for a compile. From then on it runs as one program
-(cached by structure) that takes the outside tensors and every launch's scalars and
-writes every launch's outputs (the caller may hold any intermediate). The program
-composes the launches' own traced functions (``compiled._traceable``).
+A chain is described by its *structure*: the compiled-cache key of each launch, the
+wiring (which input of launch j is output k of launch i, which come from outside;
+equal outside tensors are one input) and which outputs are live. Fusion is adaptive:
+the first ``SEEN_BEFORE_FUSING - 1`` times a structure is seen it runs launch by
+launch, so a one-off sequence never pays for a compile. From then on it runs as one
+program (cached by structure) that takes the outside tensors and every launch's
+scalars, and writes every output something besides the chain may read: the caller
+may hold any intermediate, but one that only the chain references (a temporary of
+``0.5 * x * (1 + t)``) is not written, nor kept in memory (``_Chain.live`` counts the
+references). The program composes the launches' own traced functions
+(``compiled._traceable``).
 
 Bit for bit. Compiled together, two ops could lose their rounding points: XLA on the
 CPU contracts a multiply and a following add into one FMA, and keeps a bfloat16
@@ -46,7 +49,10 @@ Off switches: ``torch.use_deterministic_algorithms(True)`` and
 
 from __future__ import annotations
 
+import sys
+import sysconfig
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -61,6 +67,10 @@ from torchneuron.lru import LRU
 __all__ = ["Fuser", "clear", "enabled", "fusible", "install", "stats"]
 
 CHAIN_CAP = 32
+# Liveness is judged from reference counts, exact only with the GIL (``_Chain.live``).
+REFERENCE_COUNTS_EXACT = sys.implementation.name == "cpython" and not sysconfig.get_config_var(
+    "Py_GIL_DISABLED"
+)
 SEEN_BEFORE_FUSING = 2
 STRUCTURE_ENTRIES = 1024
 
@@ -148,6 +158,7 @@ class _Chain:
         "outside",
         "_produced",
         "_storages",
+        "_storage_uses",
         "_outside",
     )
 
@@ -164,6 +175,10 @@ class _Chain:
         # hands an op the very tensor object an earlier op returned)
         self._produced: dict[int, tuple[int, int]] = {}
         self._storages: set[int] = set()  # the outputs' storages
+        # (launch index, output index) -> the use count its storage has if only the chain
+        # holds it: the tensor, the host view of each launch that captured it, and
+        # ``_storage_use_count``'s own (None: unknown, the output counts as live)
+        self._storage_uses: dict[tuple[int, int], int | None] = {}
         self._outside: dict[int, int] = {}  # id of an outside tensor -> its index
 
     def add(self, launch) -> bool:
@@ -195,15 +210,76 @@ class _Chain:
                 if new.get(id(tensor)) == len(self.outside):
                     self.outside.append(views[position])
         index = len(self.launches)
+        storage_uses = self._storage_uses
+        for link in wiring:
+            if type(link) is tuple and storage_uses[link] is not None:
+                storage_uses[link] += 1  # this launch's host view of it
         for position, output in enumerate(launch.outputs):
             produced[id(output)] = (index, position)
             self._storages.add(output.untyped_storage().data_ptr())
+            # Just captured, nothing else can hold it yet: the tensor, its launch's host
+            # view, this count's own. Anything else means capture works otherwise now.
+            fresh = _storage_use_count(output) == 3
+            storage_uses[(index, position)] = 3 if fresh else None
         self.launches.append(launch)
         self.wiring.append(tuple(wiring))
         return True
 
+    def live(self) -> tuple[bool, ...]:
+        """Per output of the chain (launch by launch), whether anything beyond the chain
+        may read it; the program need not write the others.
+
+        An output is dead when the only references to it are the chain's own: to the
+        Python object, its launch's ``outputs`` and each later launch's ``inputs`` and
+        arguments (counted by identity); to the tensor, its Python object alone (a view's
+        base, any C++ holder adds one); to its storage, the tensor and the launches' host
+        views of it (a view, an output autograd saved for the backward pass add one); and
+        no weak reference. Any other reference, even a transient one, keeps it live.
+        """
+        if not REFERENCE_COUNTS_EXACT:
+            return (True,) * sum(len(launch.outputs) for launch in self.launches)
+        held = _references_held(self.launches, self._produced)
+        storage_uses = self._storage_uses
+        mask = []
+        for index, launch in enumerate(self.launches):
+            outputs = launch.outputs
+            for position in range(len(outputs)):  # (enumerate's reused tuple would hold one)
+                tensor = outputs[position]
+                # getrefcount's argument, the name ``tensor``, the ``outputs`` list
+                referenced = sys.getrefcount(tensor) != 3 + held.get(id(tensor), 0)
+                mask.append(
+                    referenced
+                    or tensor._use_count() != 1
+                    or _storage_use_count(tensor) != storage_uses[(index, position)]
+                    or weakref.getweakrefcount(tensor) != 0
+                )
+        if not any(mask):  # nothing reads the chain's results: keep the last launch's
+            mask[-len(self.launches[-1].outputs) :] = [True] * len(self.launches[-1].outputs)
+        return tuple(mask)
+
     def structure(self) -> tuple:
         return (tuple(launch.key for launch in self.launches), tuple(self.wiring))
+
+
+def _references_held(launches: list, produced: dict) -> dict[int, int]:
+    """id of each output -> the references later launches hold to it (``inputs`` and
+    arguments, once per occurrence). A function of its own: a loop variable left bound
+    to a tensor would be one more reference."""
+    held: dict[int, int] = {}
+    for launch in launches:
+        for tensor in launch.inputs:
+            if id(tensor) in produced:
+                held[id(tensor)] = held.get(id(tensor), 0) + 1
+        for value in launch.values:
+            for item in value if isinstance(value, (list, tuple)) else (value,):
+                if isinstance(item, torch.Tensor) and id(item) in produced:
+                    held[id(item)] = held.get(id(item), 0) + 1
+    return held
+
+
+def _storage_use_count(tensor: torch.Tensor) -> int:
+    """References to ``tensor``'s storage (counting the one this call makes)."""
+    return torch._C._storage_Use_Count(tensor.untyped_storage()._cdata)
 
 
 def _short_name(launch) -> str:
@@ -222,10 +298,11 @@ class _Structure:
         "runs",
         "ops",
         "name",
+        "written",
         "lock",
     )
 
-    def __init__(self, ops: tuple[str, ...], name: str):
+    def __init__(self, ops: tuple[str, ...], name: str, live: tuple[bool, ...]):
         self.seen = 0
         self.program = None  # compiler.eager.CompiledOp once compiled
         self.verified = False
@@ -233,6 +310,7 @@ class _Structure:
         self.runs = 0
         self.ops = ops
         self.name = name
+        self.written = (sum(live), len(live))  # outputs the program writes, of all
         self.lock = threading.Lock()
 
 
@@ -279,6 +357,8 @@ def stats() -> dict:
             {
                 "name": structure.name,
                 "ops": list(structure.ops),
+                "outputs_written": structure.written[0],
+                "outputs": structure.written[1],
                 "runs": structure.runs,
                 "state": state,
                 "reason": structure.refused,
@@ -309,9 +389,9 @@ def _opaque(value: torch.Tensor, zero: torch.Tensor) -> torch.Tensor:
     return torch.bitwise_xor(value.view(carrier), zero.to(carrier)).view(value.dtype)
 
 
-def _composed(launches: list, wiring: list, outside_count: int) -> Callable:
-    """One function of (outside tensors, every launch's scalars, a zero) returning every
-    launch's outputs in order."""
+def _composed(launches: list, wiring: list, outside_count: int, live: tuple) -> Callable:
+    """One function of (outside tensors, every launch's scalars, a zero) returning the
+    launches' outputs that are ``live``, in order."""
     parts = []
     for launch in launches:
         entry = launch.entry
@@ -338,12 +418,13 @@ def _composed(launches: list, wiring: list, outside_count: int) -> Callable:
                 inputs.append(value)
             inputs.extend(next(scalars) for _ in range(scalar_count))
             results.append(tuple(traced(*inputs)))
-        return tuple(value for outputs in results for value in outputs)
+        every = [value for outputs in results for value in outputs]
+        return tuple(value for value, wanted in zip(every, live) if wanted)
 
     return fused
 
 
-def _compile(structure: _Structure, chain: _Chain):
+def _compile(structure: _Structure, chain: _Chain, live: tuple):
     """The fused program of ``chain`` (``compiler.eager.compile_op``), loaded on its device."""
     from torchneuron.compiler import eager
 
@@ -360,11 +441,11 @@ def _compile(structure: _Structure, chain: _Chain):
         "fused",
         tuple(launch.entry.compiled.key for launch in chain.launches),
         tuple(chain.wiring),
+        live,
     )
-    output_count = sum(len(launch.outputs) for launch in chain.launches)
-    function = _composed(chain.launches, chain.wiring, len(chain.outside))
+    function = _composed(chain.launches, chain.wiring, len(chain.outside), live)
     return eager.compile_op(
-        structure.name, key_parts, specs, function, output_count, core=chain.device
+        structure.name, key_parts, specs, function, sum(live), core=chain.device
     )
 
 
@@ -374,14 +455,15 @@ _ZERO = np.zeros((), dtype=np.int64)
 class FusedLaunch:
     """A chain run as one program: the queue item the fuser hands over for it."""
 
-    __slots__ = ("device", "stream", "name", "structure", "chain")
+    __slots__ = ("device", "stream", "name", "structure", "chain", "live")
 
-    def __init__(self, structure: _Structure, chain: _Chain):
+    def __init__(self, structure: _Structure, chain: _Chain, live: tuple):
         self.device = chain.device
         self.stream = chain.stream
         self.name = structure.name
         self.structure = structure
         self.chain = chain
+        self.live = live  # which outputs the program writes (``_Chain.live``)
 
     def run(self) -> None:
         structure = self.structure
@@ -406,7 +488,7 @@ class FusedLaunch:
         from torchneuron.compiler import eager
 
         try:
-            self.structure.program = _compile(self.structure, self.chain)
+            self.structure.program = _compile(self.structure, self.chain, self.live)
         except eager.OpCompileError as error:
             self.structure.refused = f"does not compile: {error.reason}"
             _count("compile_failures")
@@ -443,7 +525,8 @@ class FusedLaunch:
         return inputs
 
     def _host_outputs(self) -> list:
-        return [view for launch in self.chain.launches for view in launch.host_outputs]
+        views = [view for launch in self.chain.launches for view in launch.host_outputs]
+        return [view for view, wanted in zip(views, self.live) if wanted]
 
     def __repr__(self) -> str:
         return f"FusedLaunch({self.name} on neuron:{self.device})"
@@ -504,17 +587,18 @@ class Fuser:
         if len(launches) < 2:
             return list(launches)
         _count("chains")
-        key = chain.structure()
+        live = chain.live()
+        key = (chain.structure(), live)
         structure = _structures.get(key)
         if structure is None:
             ops = tuple(launch.name for launch in launches)
             name = "fused." + ".".join(_short_name(launch) for launch in launches)
-            structure = _Structure(ops, name)
+            structure = _Structure(ops, name, live)
             _structures.put(key, structure)
         structure.seen += 1
         if structure.refused is not None or structure.seen < SEEN_BEFORE_FUSING:
             return list(launches)
-        return [FusedLaunch(structure, chain)]
+        return [FusedLaunch(structure, chain, live)]
 
 
 _fuser = Fuser()
