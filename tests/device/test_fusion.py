@@ -311,3 +311,20 @@ def test_an_intermediate_behind_a_weak_reference_is_written():
         b.cpu()
     rows = fusion.stats()["structures"]
     assert rows and all(row["outputs_written"] == row["outputs"] for row in rows)
+
+
+def test_a_launch_on_another_stream_ends_the_chain(monkeypatch):
+    def chain(x):
+        a = x * 2
+        b = a + 1
+        with torch.neuron.stream(torch.neuron.Stream()):
+            c = b.exp()  # b is read on another stream: the held (mul, add) go first
+            d = c - 1
+        return a, b, c, d
+
+    x = randn(5, 5)
+    reference = unfused(monkeypatch, chain, x)
+    outputs = chain(x)
+    assert fusion._fuser.held(x.device.index) == 2  # (exp, sub), on the side stream
+    assert fusion.stats()["chains"] == 1
+    assert [bits(t) for t in outputs] == reference
