@@ -195,7 +195,18 @@ struct NeuronAllocator final : public c10::Allocator {
     if (nbytes == 0) {
       return c10::DataPtr(nullptr, nullptr, &release_nothing, where);
     }
-    PyObject* handle = account_allocation(device, nbytes);
+    PyObject* handle = nullptr;
+    try {
+      handle = account_allocation(device, nbytes);
+    } catch (const c10::OutOfMemoryError&) {
+      // Queued ops still hold tensors the program has dropped: once they have run,
+      // their memory is free. Wait for them and try once more.
+      if (t_on_execution_thread || call_sync_hook(device, false)) {
+        throw;
+      }
+      wait_for_device(device);
+      handle = account_allocation(device, nbytes);
+    }
     void* ptr = nullptr;
     const size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
     if (posix_memalign(&ptr, kAlignment, rounded) != 0 || ptr == nullptr) {

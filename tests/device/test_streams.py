@@ -316,3 +316,23 @@ def test_in_place_metadata_changes_after_an_op_do_not_change_what_it_computed(as
     x.t_()  # changes x's strides after the add was queued
     y.t_()
     assert torch.equal(y.cpu(), (torch.arange(6.0).reshape(2, 3) + 10).t())
+
+
+def test_an_allocation_that_finds_the_hbm_full_waits_for_the_queued_ops(asynchronous, monkeypatch):
+    from torchneuron.runtime import reset_runtime
+
+    monkeypatch.setenv("TORCHNEURON_HBM_BYTES_PER_CORE", "8MiB")
+    reset_runtime()
+    try:
+        warm(lambda: torch.ones(512 * 1024, device="neuron") * 2)  # 2 MiB each
+        held = Gate()
+        streams.enqueue(held)
+        threading.Timer(0.5, held.release).start()
+        for _ in range(6):  # the dropped tensors are freed only once the gate has opened
+            y = torch.ones(512 * 1024, device="neuron") * 2
+        assert y[:2].cpu().tolist() == [2.0, 2.0]
+        assert torch.neuron.memory_stats()["num_ooms"] >= 1  # it was full, and waited
+    finally:
+        torch.neuron.synchronize()
+        monkeypatch.undo()
+        reset_runtime()

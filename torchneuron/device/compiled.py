@@ -133,7 +133,7 @@ def run_compiled(
                 fallback.record_fallback(plan.name, f"the scalar {value!r} does not fit {dtype}")
                 return result
             scalar_arrays.append(np.asarray(value, dtype=dtype))
-    if streams.launch_blocking() or entry.checked or _resizes(plan, values, entry):
+    if streams.runs_here() or entry.checked or _resizes(plan, values, entry):
         # Synchronous: after the queued ops, on this thread, errors raised here. An out=
         # argument of another shape is an input of the program as it is, and is resized
         # only once the program has run.

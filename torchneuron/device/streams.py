@@ -104,6 +104,12 @@ def launch_blocking() -> bool:
     return _blocking
 
 
+def runs_here() -> bool:
+    """Whether an op must run on the calling thread now: launch blocking, or the caller
+    is an execution thread (an op issued there would otherwise queue behind itself)."""
+    return launch_blocking() or getattr(_local, "execution_thread", False)
+
+
 def set_launch_blocking(blocking: bool | None) -> None:
     """Switch launch-blocking mode (None: read the variable again); synchronizes first."""
     global _blocking
