@@ -201,7 +201,7 @@ struct NeuronAllocator final : public c10::Allocator {
     } catch (const c10::OutOfMemoryError&) {
       // Queued ops still hold tensors the program has dropped: once they have run,
       // their memory is free. Wait for them and try once more.
-      if (t_on_execution_thread || call_sync_hook(device, false)) {
+      if (t_on_execution_thread || g_sync_hook == nullptr) {
         throw;
       }
       wait_for_device(device);

@@ -66,6 +66,7 @@ class Stream(torch.Stream):
 
     def query(self) -> bool:
         """True when all work issued on this stream has run."""
+        flush(self.index)  # launches a fuser holds are work not yet run
         queue_ = _existing_queue(self.index)
         return queue_ is None or queue_.completed >= self._target()
 

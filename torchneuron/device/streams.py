@@ -314,7 +314,7 @@ def drain_all() -> None:
 
 
 def idle(device: int) -> bool:
-    """True when nothing is queued or held for ``device``."""
+    """True when nothing is queued for ``device`` (held launches are not looked at)."""
     queue_ = _existing_queue(device)
     return queue_ is None or queue_.completed >= queue_.submitted
 
@@ -324,6 +324,7 @@ def _host_sync(device: int, block: bool) -> bool:
     if block:
         synchronize(device)
         return True
+    flush(device)
     return idle(device)
 
 
