@@ -328,3 +328,21 @@ def test_a_launch_on_another_stream_ends_the_chain(monkeypatch):
     assert fusion._fuser.held(x.device.index) == 2  # (exp, sub), on the side stream
     assert fusion.stats()["chains"] == 1
     assert [bits(t) for t in outputs] == reference
+
+
+def test_tensors_reshaped_in_place_between_ops_are_read_as_they_are_then(monkeypatch):
+    def chain(x):
+        x = x.clone()
+        a = x * 2  # (4, 6)
+        x.unsqueeze_(0)  # the outside tensor, (1, 4, 6) from here on
+        a.t_()  # the intermediate, (6, 4) from here on
+        b = x + 1
+        c = a * 3
+        return a, b, c
+
+    x = randn(4, 6)
+    second = randn(4, 6, seed=3)
+    for _ in range(2):
+        chain(x)
+    outputs = chain(second)
+    assert [bits(t) for t in outputs] == unfused(monkeypatch, chain, second)

@@ -170,52 +170,56 @@ class _Chain:
         self.wiring: list[tuple] = []
         # the outside tensors' host views, by outside index (what the program reads)
         self.outside: list = []
-        # id of each output tensor -> (launch index, output index); the chain holds the
-        # tensors, so an id names one tensor while the chain lives (and the dispatcher
-        # hands an op the very tensor object an earlier op returned)
-        self._produced: dict[int, tuple[int, int]] = {}
+        # id of each output tensor -> ((launch index, output index), its layout); the
+        # chain holds the tensors, so an id names one tensor while the chain lives (and
+        # the dispatcher hands an op the very tensor object an earlier op returned)
+        self._produced: dict[int, tuple[tuple[int, int], tuple]] = {}
         self._storages: set[int] = set()  # the outputs' storages
         # (launch index, output index) -> the use count its storage has if only the chain
         # holds it: the tensor, the host view of each launch that captured it, and
         # ``_storage_use_count``'s own (None: unknown, the output counts as live)
         self._storage_uses: dict[tuple[int, int], int | None] = {}
-        self._outside: dict[int, int] = {}  # id of an outside tensor -> its index
+        # (id, data pointer, shape, strides) of an outside tensor -> its index
+        self._outside: dict[tuple, int] = {}
 
     def add(self, launch) -> bool:
         """Append ``launch``; False (nothing changed) when an input reads memory of the
         chain other than one of its outputs as such (a view of an intermediate)."""
         wiring: list = []
-        new: dict[int, int] | None = None
+        new: dict[tuple, int] | None = None
+        new_views: list = []
         produced = self._produced
         outside = self._outside
-        for tensor in launch.inputs:
-            link = produced.get(id(tensor))
-            if link is not None:
+        for position, tensor in enumerate(launch.inputs):
+            found = produced.get(id(tensor))
+            if found is not None:
+                link, layout = found
+                if _layout(tensor) != layout:  # reshaped in place (t_, unsqueeze_) since
+                    return False
                 wiring.append(link)
                 continue
             if self._storages and tensor.untyped_storage().data_ptr() in self._storages:
                 return False
-            index = outside.get(id(tensor))
+            key = (id(tensor), *_layout(tensor))
+            index = outside.get(key)
             if index is None:
                 if new is None:
                     new = {}
-                index = new.get(id(tensor))
+                index = new.get(key)
                 if index is None:
-                    index = new[id(tensor)] = len(self.outside) + len(new)
+                    index = new[key] = len(self.outside) + len(new_views)
+                    new_views.append(launch.host_inputs[position])
             wiring.append(index)
         if new:
             outside.update(new)
-            views = launch.host_inputs
-            for position, tensor in enumerate(launch.inputs):
-                if new.get(id(tensor)) == len(self.outside):
-                    self.outside.append(views[position])
+            self.outside.extend(new_views)
         index = len(self.launches)
         storage_uses = self._storage_uses
         for link in wiring:
             if type(link) is tuple and storage_uses[link] is not None:
                 storage_uses[link] += 1  # this launch's host view of it
         for position, output in enumerate(launch.outputs):
-            produced[id(output)] = (index, position)
+            produced[id(output)] = ((index, position), _layout(output))
             self._storages.add(output.untyped_storage().data_ptr())
             # Just captured, nothing else can hold it yet: the tensor, its launch's host
             # view, this count's own. Anything else means capture works otherwise now.
@@ -275,6 +279,11 @@ def _references_held(launches: list, produced: dict) -> dict[int, int]:
                 if isinstance(item, torch.Tensor) and id(item) in produced:
                     held[id(item)] = held.get(id(item), 0) + 1
     return held
+
+
+def _layout(tensor: torch.Tensor) -> tuple:
+    """Where and how ``tensor`` lies in memory (an op may change it in place)."""
+    return (tensor.data_ptr(), tensor.shape, tensor.stride())
 
 
 def _storage_use_count(tensor: torch.Tensor) -> int:
@@ -428,11 +437,11 @@ def _compile(structure: _Structure, chain: _Chain, live: tuple):
     """The fused program of ``chain`` (``compiler.eager.compile_op``), loaded on its device."""
     from torchneuron.compiler import eager
 
-    specs = []
-    for launch, links in zip(chain.launches, chain.wiring):
-        for tensor, link in zip(launch.inputs, links):
-            if type(link) is int and link == len(specs):
-                specs.append(eager.TensorSpec(tuple(tensor.shape), tensor.stride(), tensor.dtype))
+    # the outside tensors as their launches captured them
+    specs = [
+        eager.TensorSpec(tuple(view.shape), tuple(view.stride()), view.dtype)
+        for view in chain.outside
+    ]
     for launch in chain.launches:
         for dtype in launch.entry.scalar_dtypes:
             specs.append(eager.TensorSpec((), (), arrays.torch_dtype(dtype)))
