@@ -26,7 +26,7 @@ launch, so a one-off sequence never pays for a compile. From then on it runs as 
 program (cached by structure) that takes the outside tensors and every launch's
 scalars, and writes every output something besides the chain may read: the caller
 may hold any intermediate, but one that only the chain references (a temporary of
-``0.5 * x * (1 + t)``) is not written, nor kept in memory (``_Chain.live`` counts the
+``0.5 * x * (1 + t)``) is not written, nor kept in memory (``chain.Chain.live`` counts the
 references). The program composes the launches' own traced functions
 (``compiled._traceable``).
 
@@ -49,10 +49,7 @@ Off switches: ``torch.use_deterministic_algorithms(True)`` and
 
 from __future__ import annotations
 
-import sys
-import sysconfig
 import threading
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -61,16 +58,13 @@ import torch
 
 from torchneuron import settings
 from torchneuron.device import _C, arrays
+from torchneuron.device.chain import Chain
 from torchneuron.device.compiled import _traceable
 from torchneuron.lru import LRU
 
 __all__ = ["Fuser", "clear", "enabled", "fusible", "install", "stats"]
 
 CHAIN_CAP = 32
-# Liveness is judged from reference counts, exact only with the GIL (``_Chain.live``).
-REFERENCE_COUNTS_EXACT = sys.implementation.name == "cpython" and not sysconfig.get_config_var(
-    "Py_GIL_DISABLED"
-)
 SEEN_BEFORE_FUSING = 2
 STRUCTURE_ENTRIES = 1024
 
@@ -140,155 +134,6 @@ def fusible(launch) -> bool:
         if tensor.dtype not in FUSIBLE_DTYPES:
             return False
     return all(output.dtype in FUSIBLE_DTYPES for output in launch.outputs)
-
-
-# ---------------------------------------------------------------------------
-# Chains and their structure
-# ---------------------------------------------------------------------------
-
-
-class _Chain:
-    """Launches held back for one device, and how their inputs are wired."""
-
-    __slots__ = (
-        "device",
-        "stream",
-        "launches",
-        "wiring",
-        "outside",
-        "_produced",
-        "_storages",
-        "_storage_uses",
-        "_outside",
-    )
-
-    def __init__(self, device: int, stream: Any):
-        self.device = device
-        self.stream = stream
-        self.launches: list = []
-        # per launch, per input: an outside index (int) or (launch index, output index)
-        self.wiring: list[tuple] = []
-        # the outside tensors' host views, by outside index (what the program reads)
-        self.outside: list = []
-        # id of each output tensor -> ((launch index, output index), its layout); the
-        # chain holds the tensors, so an id names one tensor while the chain lives (and
-        # the dispatcher hands an op the very tensor object an earlier op returned)
-        self._produced: dict[int, tuple[tuple[int, int], tuple]] = {}
-        self._storages: set[int] = set()  # the outputs' storages
-        # (launch index, output index) -> the use count its storage has if only the chain
-        # holds it: the tensor, the host view of each launch that captured it, and
-        # ``_storage_use_count``'s own (None: unknown, the output counts as live)
-        self._storage_uses: dict[tuple[int, int], int | None] = {}
-        # (id, data pointer, shape, strides) of an outside tensor -> its index
-        self._outside: dict[tuple, int] = {}
-
-    def add(self, launch) -> bool:
-        """Append ``launch``; False (nothing changed) when an input reads memory of the
-        chain other than one of its outputs as such (a view of an intermediate)."""
-        wiring: list = []
-        new: dict[tuple, int] | None = None
-        new_views: list = []
-        produced = self._produced
-        outside = self._outside
-        for position, tensor in enumerate(launch.inputs):
-            found = produced.get(id(tensor))
-            if found is not None:
-                link, layout = found
-                if _layout(tensor) != layout:  # reshaped in place (t_, unsqueeze_) since
-                    return False
-                wiring.append(link)
-                continue
-            if self._storages and tensor.untyped_storage().data_ptr() in self._storages:
-                return False
-            key = (id(tensor), *_layout(tensor))
-            index = outside.get(key)
-            if index is None:
-                if new is None:
-                    new = {}
-                index = new.get(key)
-                if index is None:
-                    index = new[key] = len(self.outside) + len(new_views)
-                    new_views.append(launch.host_inputs[position])
-            wiring.append(index)
-        if new:
-            outside.update(new)
-            self.outside.extend(new_views)
-        index = len(self.launches)
-        storage_uses = self._storage_uses
-        for link in wiring:
-            if type(link) is tuple and storage_uses[link] is not None:
-                storage_uses[link] += 1  # this launch's host view of it
-        for position, output in enumerate(launch.outputs):
-            produced[id(output)] = ((index, position), _layout(output))
-            self._storages.add(output.untyped_storage().data_ptr())
-            # Just captured, nothing else can hold it yet: the tensor, its launch's host
-            # view, this count's own. Anything else means capture works otherwise now.
-            fresh = _storage_use_count(output) == 3
-            storage_uses[(index, position)] = 3 if fresh else None
-        self.launches.append(launch)
-        self.wiring.append(tuple(wiring))
-        return True
-
-    def live(self) -> tuple[bool, ...]:
-        """Per output of the chain (launch by launch), whether anything beyond the chain
-        may read it; the program need not write the others.
-
-        An output is dead when the only references to it are the chain's own: to the
-        Python object, its launch's ``outputs`` and each later launch's ``inputs`` and
-        arguments (counted by identity); to the tensor, its Python object alone (a view's
-        base, any C++ holder adds one); to its storage, the tensor and the launches' host
-        views of it (a view, an output autograd saved for the backward pass add one); and
-        no weak reference. Any other reference, even a transient one, keeps it live.
-        """
-        if not REFERENCE_COUNTS_EXACT:
-            return (True,) * sum(len(launch.outputs) for launch in self.launches)
-        held = _references_held(self.launches, self._produced)
-        storage_uses = self._storage_uses
-        mask = []
-        for index, launch in enumerate(self.launches):
-            outputs = launch.outputs
-            for position in range(len(outputs)):  # (enumerate's reused tuple would hold one)
-                tensor = outputs[position]
-                # getrefcount's argument, the name ``tensor``, the ``outputs`` list
-                referenced = sys.getrefcount(tensor) != 3 + held.get(id(tensor), 0)
-                mask.append(
-                    referenced
-                    or tensor._use_count() != 1
-                    or _storage_use_count(tensor) != storage_uses[(index, position)]
-                    or weakref.getweakrefcount(tensor) != 0
-                )
-        if not any(mask):  # nothing reads the chain's results: keep the last launch's
-            mask[-len(self.launches[-1].outputs) :] = [True] * len(self.launches[-1].outputs)
-        return tuple(mask)
-
-    def structure(self) -> tuple:
-        return (tuple(launch.key for launch in self.launches), tuple(self.wiring))
-
-
-def _references_held(launches: list, produced: dict) -> dict[int, int]:
-    """id of each output -> the references later launches hold to it (``inputs`` and
-    arguments, once per occurrence). A function of its own: a loop variable left bound
-    to a tensor would be one more reference."""
-    held: dict[int, int] = {}
-    for launch in launches:
-        for tensor in launch.inputs:
-            if id(tensor) in produced:
-                held[id(tensor)] = held.get(id(tensor), 0) + 1
-        for value in launch.values:
-            for item in value if isinstance(value, (list, tuple)) else (value,):
-                if isinstance(item, torch.Tensor) and id(item) in produced:
-                    held[id(item)] = held.get(id(item), 0) + 1
-    return held
-
-
-def _layout(tensor: torch.Tensor) -> tuple:
-    """Where and how ``tensor`` lies in memory (an op may change it in place)."""
-    return (tensor.data_ptr(), tensor.shape, tensor.stride())
-
-
-def _storage_use_count(tensor: torch.Tensor) -> int:
-    """References to ``tensor``'s storage (counting the one this call makes)."""
-    return torch._C._storage_Use_Count(tensor.untyped_storage()._cdata)
 
 
 def _short_name(launch) -> str:
@@ -433,7 +278,7 @@ def _composed(launches: list, wiring: list, outside_count: int, live: tuple) -> 
     return fused
 
 
-def _compile(structure: _Structure, chain: _Chain, live: tuple):
+def _compile(structure: _Structure, chain: Chain, live: tuple):
     """The fused program of ``chain`` (``compiler.eager.compile_op``), loaded on its device."""
     from torchneuron.compiler import eager
 
@@ -466,13 +311,13 @@ class FusedLaunch:
 
     __slots__ = ("device", "stream", "name", "structure", "chain", "live")
 
-    def __init__(self, structure: _Structure, chain: _Chain, live: tuple):
+    def __init__(self, structure: _Structure, chain: Chain, live: tuple):
         self.device = chain.device
         self.stream = chain.stream
         self.name = structure.name
         self.structure = structure
         self.chain = chain
-        self.live = live  # which outputs the program writes (``_Chain.live``)
+        self.live = live  # which outputs the program writes (``chain.Chain.live``)
 
     def run(self) -> None:
         structure = self.structure
@@ -550,7 +395,7 @@ class Fuser:
     """Holds chains of fusible launches per device (``streams.install_fuser``)."""
 
     def __init__(self) -> None:
-        self._chains: dict[int, _Chain] = {}
+        self._chains: dict[int, Chain] = {}
         self._lock = threading.Lock()
 
     def offer(self, launch) -> list:
@@ -569,10 +414,10 @@ class Fuser:
                 items = self._close(device)
                 chain = None
             if chain is None:
-                chain = self._chains[device] = _Chain(device, launch.stream)
+                chain = self._chains[device] = Chain(device, launch.stream)
             if not chain.add(launch):  # it reads a view of an intermediate
                 items.extend(self._close(device))
-                chain = self._chains[device] = _Chain(device, launch.stream)
+                chain = self._chains[device] = Chain(device, launch.stream)
                 chain.add(launch)
             if len(chain.launches) >= CHAIN_CAP:
                 items.extend(self._close(device))
