@@ -9,7 +9,8 @@ explicit ``import torchneuron`` registers then). It must never break
 tell it how many cores the topology has; rename PrivateUse1 to ``neuron``;
 install the native hooks (generators, pinned memory, storage resize) and the
 allocator's HBM accounting; generate ``Tensor.neuron()``/``Module.neuron()``;
-register ``torch.neuron``; install the queues' sync hook, the op kernels and autocast.
+register ``torch.neuron``; install the queues' sync hook, the fuser, the op kernels and
+autocast.
 """
 
 from __future__ import annotations
@@ -84,9 +85,10 @@ def _register() -> None:
 
     if getattr(torch, DEVICE_NAME, None) is not module:
         torch._register_device_module(DEVICE_NAME, module)
-    from torchneuron.device import autocast, dispatch, streams
+    from torchneuron.device import autocast, dispatch, fusion, streams
 
     streams.install()
+    fusion.install()
     dispatch.install()
     autocast.install()
 
