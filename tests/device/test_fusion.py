@@ -347,3 +347,16 @@ def test_tensors_reshaped_in_place_between_ops_are_read_as_they_are_then(monkeyp
         chain(x)
     outputs = chain(second)
     assert [bits(t) for t in outputs] == unfused(monkeypatch, chain, second)
+
+
+def test_an_intermediate_a_detached_alias_keeps_is_written(monkeypatch):
+    def chain(x):
+        a = x * 2
+        alias = a.detach()  # shares a's memory, but is neither a view of it nor a itself
+        b = (a + 1).exp()
+        del a
+        return alias, b
+
+    x = randn(6, 6)
+    second = randn(6, 6, seed=3)
+    assert fused(chain, (x,), (second,)) == unfused(monkeypatch, chain, second)

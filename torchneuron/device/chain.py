@@ -51,10 +51,10 @@ class Chain:
         # the dispatcher hands an op the very tensor object an earlier op returned)
         self._produced: dict[int, tuple[tuple[int, int], tuple]] = {}
         self._storages: set[int] = set()  # the outputs' storages
-        # (launch index, output index) -> the use count its storage has if only the chain
-        # holds it: the tensor, the host view of each launch that captured it, and
-        # ``_storage_use_count``'s own (None: unknown, the output counts as live)
-        self._storage_uses: dict[tuple[int, int], int | None] = {}
+        # (launch index, output index) -> [the use count its storage has if only the
+        # chain holds it: the tensor, what each launch's capture of it holds, and
+        # ``_storage_use_count``'s own; what one capture holds] (None: unknown, live)
+        self._storage_uses: dict[tuple[int, int], list[int] | None] = {}
         # (id, data pointer, shape, strides) of an outside tensor -> its index
         self._outside: dict[tuple, int] = {}
 
@@ -92,15 +92,19 @@ class Chain:
         index = len(self.launches)
         storage_uses = self._storage_uses
         for link in wiring:
-            if type(link) is tuple and storage_uses[link] is not None:
-                storage_uses[link] += 1  # this launch's host view of it
+            if type(link) is tuple:
+                expected = storage_uses[link]
+                if expected is not None:
+                    expected[0] += expected[1]  # what this launch's capture holds
         for position, output in enumerate(launch.outputs):
             produced[id(output)] = ((index, position), _layout(output))
             self._storages.add(output.untyped_storage().data_ptr())
-            # Just captured, nothing else can hold it yet: the tensor, its launch's host
-            # view, this count's own. Anything else means capture works otherwise now.
-            fresh = _storage_use_count(output) == 3
-            storage_uses[(index, position)] = 3 if fresh else None
+            # Just captured, nothing else can hold it yet: the tensor, this count's own,
+            # and what one capture holds (one host view, or none if captures keep the
+            # memory otherwise): each later capture of it adds as much (a capture that
+            # held less would hide another holder: test_fusion's detach test pins it).
+            count = _storage_use_count(output)
+            storage_uses[(index, position)] = [count, count - 2] if count in (2, 3) else None
         self.launches.append(launch)
         self.wiring.append(tuple(wiring))
         return True
@@ -112,9 +116,10 @@ class Chain:
         An output is dead when the only references to it are the chain's own: to the
         Python object, its launch's ``outputs`` and each later launch's ``inputs`` and
         arguments (counted by identity); to the tensor, its Python object alone (a view's
-        base, any C++ holder adds one); to its storage, the tensor and the launches' host
-        views of it (a view, an output autograd saved for the backward pass add one); and
-        no weak reference. Any other reference, even a transient one, keeps it live.
+        base, any C++ holder adds one); to its storage, the tensor and the launches'
+        captures of it (a ``detach()``ed alias, an output autograd saved for the backward
+        pass add one); no weak reference; and it does not require grad. Any other
+        reference, even a transient one, keeps it live.
         """
         if not REFERENCE_COUNTS_EXACT:
             return (True,) * sum(len(launch.outputs) for launch in self.launches)
@@ -125,12 +130,15 @@ class Chain:
             outputs = launch.outputs
             for position in range(len(outputs)):  # (enumerate's reused tuple would hold one)
                 tensor = outputs[position]
+                expected_storage = storage_uses[(index, position)]
                 # getrefcount's argument, the name ``tensor``, the ``outputs`` list
                 referenced = sys.getrefcount(tensor) != 3 + held.get(id(tensor), 0)
                 mask.append(
                     referenced
                     or tensor._use_count() != 1
-                    or _storage_use_count(tensor) != storage_uses[(index, position)]
+                    or tensor.requires_grad  # autograd may have saved it
+                    or expected_storage is None
+                    or _storage_use_count(tensor) != expected_storage[0]
                     or weakref.getweakrefcount(tensor) != 0
                 )
         if not any(mask):  # nothing reads the chain's results: keep the last launch's
