@@ -111,9 +111,15 @@ def bench_add(repeats: int) -> None:
     a, b = a_cpu.to("neuron"), b_cpu.to("neuron")
     torch.add(a, b)  # compile once
     torch.neuron.synchronize()
-    with launch_blocking(False):
-        dispatch = dispatch_seconds(lambda: torch.add(a, b), min(200, streams.MAX_QUEUED), repeats)
-        asynchronous = end_to_end_seconds(lambda: torch.add(a, b), 300, repeats)
+    fusion_modes = (False, True) if _fusion() is not None else (None,)
+    dispatch, asynchronous = {}, {}
+    for fused in fusion_modes:
+        switch = fusion_switch(fused) if fused is not None else contextlib.nullcontext()
+        with switch, launch_blocking(False):
+            dispatch[fused] = dispatch_seconds(
+                lambda: torch.add(a, b), min(200, streams.MAX_QUEUED), repeats
+            )
+            asynchronous[fused] = end_to_end_seconds(lambda: torch.add(a, b), 300, repeats)
     with launch_blocking(True):
         synchronous = end_to_end_seconds(lambda: torch.add(a, b), 300, repeats)
     cpu = per_call_seconds(lambda: torch.add(a_cpu, b_cpu), 3000, repeats)
@@ -130,18 +136,20 @@ def bench_add(repeats: int) -> None:
     ]
     runtime = per_call_seconds(lambda: entry.compiled.execute(0, inputs), 300, repeats)
     print("add (16x16 f32), compiled-op cache hit")
+    names = {None: "", False: ", fusion off", True: ", fusion on"}
+    for fused in fusion_modes:
+        print(
+            f"  dispatch on the calling thread (async{names[fused]}) "
+            f"{dispatch[fused] * 1e6:6.1f} us/op (target <= 15 us; cpu {cpu * 1e6:.1f} us/op)"
+        )
+    for fused in fusion_modes:
+        print(
+            f"  end to end, async{names[fused]}: {asynchronous[fused] * 1e6:6.1f} us/op "
+            f"({asynchronous[fused] / synchronous:.2f}x launch blocking)"
+        )
     print(
-        f"  dispatch on the calling thread (async) {dispatch * 1e6:6.1f} us/op "
-        f"(target <= 15 us; cpu {cpu * 1e6:.1f} us/op)"
-    )
-    print(
-        f"  end to end: async {asynchronous * 1e6:6.1f} us/op, launch blocking "
-        f"{synchronous * 1e6:6.1f} us/op (async / blocking {asynchronous / synchronous:.2f}x); "
-        f"cpu {cpu * 1e6:.1f} us/op"
-    )
-    print(
-        f"  of which runtime execute {runtime * 1e6:6.1f} us; blocking minus execute "
-        f"{(synchronous - runtime) * 1e6:6.1f} us"
+        f"  end to end, launch blocking: {synchronous * 1e6:6.1f} us/op, of which runtime "
+        f"execute {runtime * 1e6:.1f} us; cpu {cpu * 1e6:.1f} us/op"
     )
 
 

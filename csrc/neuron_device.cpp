@@ -622,13 +622,21 @@ OutputMetas make_output_metas(const pybind11::sequence& metas) {
   return converted;
 }
 
+// The host views of a queued launch: its inputs as they were when it was issued and
+// the host aliases of its outputs. Kept on the C++ side (no Python object per view,
+// nothing for the garbage collector to walk) until a caller asks for them.
+struct HostViews {
+  std::vector<at::Tensor> inputs;
+  std::vector<at::Tensor> outputs;
+};
+
 // What an asynchronous launch needs, made on the calling thread in one call:
-// (fresh, host_inputs, host_outputs). `fresh` are new device tensors, one per meta
-// (sizes, strides, dtype); `host_inputs` capture each input as it is now (a host alias
-// of a device tensor, whose bytes are read when the op runs; a copy of a CPU operand,
-// which the caller may change before then); `host_outputs` are host aliases of `fresh`
-// then of `targets` (the mutated arguments), which the op's results are written into.
-// Aliases pin the metadata and keep the storages alive until the op has run.
+// (fresh, views). `fresh` are new device tensors, one per meta (sizes, strides, dtype);
+// `views.inputs` capture each input as it is now (a host alias of a device tensor,
+// whose bytes are read when the op runs; a copy of a CPU operand, which the caller may
+// change before then); `views.outputs` are host aliases of `fresh` then of `targets`
+// (the mutated arguments), which the op's results are written into. Aliases pin the
+// metadata and keep the storages alive until the op has run.
 pybind11::tuple capture_launch(const std::vector<at::Tensor>& inputs, const OutputMetas& metas,
                                const std::vector<at::Tensor>& targets, int device) {
   check_device_index(static_cast<c10::DeviceIndex>(device));
@@ -642,24 +650,23 @@ pybind11::tuple capture_launch(const std::vector<at::Tensor>& inputs, const Outp
           c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), meta.dtype));
     }
   }
-  std::vector<at::Tensor> host_inputs;
-  host_inputs.reserve(inputs.size());
+  HostViews views;
+  views.inputs.reserve(inputs.size());
   for (const at::Tensor& tensor : inputs) {
     if (tensor.device().type() == kNeuron) {
-      host_inputs.push_back(make_host_alias(tensor, false));
+      views.inputs.push_back(make_host_alias(tensor, false));
     } else {
-      host_inputs.push_back(tensor.detach().clone());
+      views.inputs.push_back(tensor.detach().clone());
     }
   }
-  std::vector<at::Tensor> host_outputs;
-  host_outputs.reserve(fresh.size() + targets.size());
+  views.outputs.reserve(fresh.size() + targets.size());
   for (const at::Tensor& tensor : fresh) {
-    host_outputs.push_back(make_host_alias(tensor, false));
+    views.outputs.push_back(make_host_alias(tensor, false));
   }
   for (const at::Tensor& tensor : targets) {
-    host_outputs.push_back(make_host_alias(tensor, false));
+    views.outputs.push_back(make_host_alias(tensor, false));
   }
-  return pybind11::make_tuple(fresh, host_inputs, host_outputs);
+  return pybind11::make_tuple(fresh, std::move(views));
 }
 
 // Copies program outputs into host tensors (host_outputs of capture_launch), in order.
@@ -886,8 +893,17 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   pybind11::class_<OutputMetas>(m, "OutputMetas",
                                 "A compiled op's new outputs (sizes, strides, dtype), for capture_launch.");
   m.def("output_metas", &make_output_metas, "OutputMetas from (sizes, strides, dtype) tuples.");
+  pybind11::class_<HostViews>(m, "HostViews",
+                              "A queued launch's captured host inputs and output aliases.")
+      .def_property_readonly("inputs", [](const HostViews& v) { return v.inputs; })
+      .def_property_readonly("outputs", [](const HostViews& v) { return v.outputs; })
+      .def("arrays", [](const HostViews& v) { return host_arrays(v.inputs); },
+           "Numpy arrays over the inputs' bytes as they are now.")
+      .def("write", [](const HostViews& v, const pybind11::sequence& arrays) {
+        write_arrays(v.outputs, arrays);
+      }, "Copy the program's results into the outputs, in order.");
   m.def("capture_launch", &capture_launch,
-        "(fresh device tensors, host inputs, host outputs) of an asynchronous launch.",
+        "(fresh device tensors, HostViews) of an asynchronous launch.",
         pybind11::arg("inputs"), pybind11::arg("metas"), pybind11::arg("targets"),
         pybind11::arg("device"));
   m.def("write_arrays", &write_arrays,

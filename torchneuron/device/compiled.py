@@ -176,9 +176,7 @@ def _launch(
             for target in value if isinstance(value, (list, tuple)) else (value,):
                 if 0 not in next(shapes):  # else nothing to write
                     targets.append(target)
-    fresh, host_inputs, host_outputs = _C.capture_launch(
-        tensors, entry.native_metas, targets, device
-    )
+    fresh, views = _C.capture_launch(tensors, entry.native_metas, targets, device)
     streams.submit(
         Launch(
             device,
@@ -191,8 +189,7 @@ def _launch(
             tensors,
             scalar_arrays,
             fresh + targets,
-            host_inputs,
-            host_outputs,
+            views,
         )
     )
     if len(fresh) == len(entry.fresh):

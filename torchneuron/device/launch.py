@@ -11,14 +11,13 @@ inputs' bytes, executes the program and writes the results into the outputs.
 A fuser (``streams.install_fuser``) receives launches before they are queued; the
 fields below are what it may read. ``inputs`` and ``outputs`` are the device tensors
 (identity tells which launch produced which tensor); ``host_inputs`` and
-``host_outputs`` are what ``run()`` reads and writes.
+``host_outputs`` are what ``run()`` reads and writes (kept in the native layer,
+``_C.HostViews``, and made Python lists only when asked for).
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-from torchneuron.device import _C
 
 
 class Launch:
@@ -32,14 +31,14 @@ class Launch:
       operands); ``scalars``: the lifted Python scalars as numpy 0-d arrays, after them;
     - ``outputs``: the tensors the program writes, in program output order: the
       computed new outputs, then the mutated arguments (their non-empty ones);
-    - ``host_inputs`` / ``host_outputs``: the captured host views ``run()`` uses.
+    - ``views``: the captured host views ``run()`` uses (``_C.HostViews``), also as
+      the lists ``host_inputs`` / ``host_outputs`` (the same tensor objects each time).
     """
 
     __slots__ = (
+        "_host_lists",
         "device",
         "entry",
-        "host_inputs",
-        "host_outputs",
         "inputs",
         "key",
         "name",
@@ -48,6 +47,7 @@ class Launch:
         "scalars",
         "stream",
         "values",
+        "views",
     )
 
     def __init__(
@@ -62,8 +62,7 @@ class Launch:
         inputs: list,
         scalars: list,
         outputs: list,
-        host_inputs: list,
-        host_outputs: list,
+        views: Any,
     ) -> None:
         self.device = device
         self.stream = stream
@@ -75,16 +74,29 @@ class Launch:
         self.inputs = inputs
         self.scalars = scalars
         self.outputs = outputs
-        self.host_inputs = host_inputs
-        self.host_outputs = host_outputs
+        self.views = views
+        self._host_lists = None
+
+    def _lists(self) -> tuple[list, list]:
+        if self._host_lists is None:  # made once: the same tensor objects each time
+            self._host_lists = (self.views.inputs, self.views.outputs)
+        return self._host_lists
+
+    @property
+    def host_inputs(self) -> list:
+        return self._lists()[0]
+
+    @property
+    def host_outputs(self) -> list:
+        return self._lists()[1]
 
     def run(self) -> None:
         """Execute the program on the inputs as they are now; write the outputs."""
-        arrays = _C.host_arrays(self.host_inputs)
+        views = self.views
+        arrays = views.arrays()
         if self.scalars:
             arrays.extend(self.scalars)
-        results = self.entry.compiled.execute(self.device, arrays)
-        _C.write_arrays(self.host_outputs, results)
+        views.write(self.entry.compiled.execute(self.device, arrays))
 
     def __repr__(self) -> str:
         return f"Launch({self.name} on neuron:{self.device})"
