@@ -338,3 +338,13 @@ def test_an_allocation_that_finds_the_hbm_full_waits_for_the_queued_ops(asynchro
         torch.neuron.synchronize()
         monkeypatch.undo()
         reset_runtime()
+
+
+def test_a_profile_holds_the_executions_of_the_ops_issued_inside_it(asynchronous):
+    import torchneuron.profiler
+
+    x = torch.randn(8, 8, device="neuron")
+    warm(lambda: torch.sigmoid(x))
+    with torchneuron.profiler.profile() as prof:
+        torch.sigmoid(x)  # queued; the profile waits for it when it stops
+    assert any("sigmoid" in event.name for event in prof.events)
