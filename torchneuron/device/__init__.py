@@ -12,7 +12,10 @@ of ``import torch``, or by ``import torchneuron``) installs everything:
   output shapes from ``shapes``, numpy views of the tensors from ``arrays``) or to
   the ``host`` routes (random ops, data-dependent ops, and the CPU fallback for ops
   without a lowering, see ``fallback``);
-- ``autocast``: ``torch.autocast("neuron", dtype=torch.bfloat16)``.
+- ``autocast``: ``torch.autocast("neuron", dtype=torch.bfloat16)``;
+- ``streams``, ``launch``, ``stream_api``: compiled calls run asynchronously, queued as
+  ``Launch``es on one execution thread per device, in stream order; ``torch.neuron``'s
+  ``Stream``, ``Event`` and the current stream (``NEURON_LAUNCH_BLOCKING=1``: synchronous).
 """
 
 # torch first: importing torch runs the torch.backends autoload entry point

@@ -227,9 +227,10 @@ class _DeviceQueue:
                 with self._done:
                     self._done.notify_all()
 
-    def stop(self) -> None:
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop the thread once what is queued has run (waiting at most ``timeout`` s)."""
         self.items.put(None)
-        self.thread.join()
+        self.thread.join(timeout)
 
 
 _local = threading.local()  # .execution_thread: True on the execution threads
@@ -366,16 +367,18 @@ def _start() -> None:
     atexit.register(_shutdown)
 
 
+# At exit, how long the execution threads may take to finish their queues (nothing can
+# read their results any more; a thread stuck in a program must not hang the exit).
+EXIT_TIMEOUT_S = 10.0
+
+
 def _shutdown() -> None:
-    """At exit: run what is queued, then stop the execution threads."""
+    """At exit: let the execution threads run what is queued, then stop them."""
     for device in range(len(_queues)):
         queue_ = _queues[device]
         if queue_ is not None:
-            try:
-                queue_.wait_for(queue_.submitted)
-            finally:
-                queue_.stop()
-                _queues[device] = None
+            queue_.stop(EXIT_TIMEOUT_S)
+            _queues[device] = None
 
 
 def _after_fork_in_child() -> None:
