@@ -20,11 +20,15 @@ DEVICE = "neuron"
 def fuser(monkeypatch):
     monkeypatch.delenv(settings.EAGER_FUSION, raising=False)
     previous = streams._fuser
+    # Fusion works on queued launches: these tests run asynchronously even when the
+    # suite runs with NEURON_LAUNCH_BLOCKING=1 (which queues nothing, so fuses nothing).
+    streams.set_launch_blocking(False)
     fusion.install()
     fusion.clear()
     yield
     torch.neuron.synchronize()
     streams.install_fuser(previous)
+    streams.set_launch_blocking(None)
     fusion.clear()
 
 

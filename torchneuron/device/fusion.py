@@ -321,11 +321,7 @@ class FusedLaunch:
 
     def run(self) -> None:
         structure = self.structure
-        if structure.program is None and structure.refused is None:
-            with structure.lock:
-                if structure.program is None and structure.refused is None:
-                    self._compile()
-        program = structure.program
+        program = structure.program  # compiled by the fuser, on the thread that issued
         if program is None or structure.refused is not None:
             self._run_each()  # it does not compile, or differs: launch by launch
             return
@@ -452,7 +448,17 @@ class Fuser:
         structure.seen += 1
         if structure.refused is not None or structure.seen < SEEN_BEFORE_FUSING:
             return list(launches)
-        return [FusedLaunch(structure, chain, live)]
+        fused = FusedLaunch(structure, chain, live)
+        if structure.program is None:
+            # Compiled here, on the thread that issued the ops, never on an execution
+            # thread: tracing uses process-wide state (FX's patcher) that a trace on
+            # the issuing thread (an op's first compile, torch.compile) also uses.
+            with structure.lock:
+                if structure.program is None and structure.refused is None:
+                    fused._compile()
+            if structure.program is None:
+                return list(launches)
+        return [fused]
 
 
 _fuser = Fuser()
