@@ -192,14 +192,7 @@ def _launch(
             views,
         )
     )
-    if len(fresh) == len(entry.fresh):
-        new = fresh
-    else:  # undefined returns (None) or empty tensors among them
-        made = iter(fresh)
-        new = [
-            next(made) if _computed(meta) else _empty_output(meta, device) for meta in entry.fresh
-        ]
-    return pack_returns(plan, values, new)
+    return pack_returns(plan, values, _returned(fresh, entry, device))
 
 
 # Integer division ops: PyTorch's CPU kernels raise on a zero divisor, where the
@@ -297,13 +290,7 @@ def _assemble(plan: OpPlan, values: list, entry: Entry, outputs: list, device: i
     """Write program outputs into new tensors and the mutated arguments; the op's result."""
     created = _C.device_tensors_from(outputs, entry.fresh_metas, device)
     position = len(created)
-    if len(created) == len(entry.fresh):
-        new = created
-    else:  # undefined returns (None) or empty tensors among them
-        made = iter(created)
-        new = [
-            next(made) if _computed(meta) else _empty_output(meta, device) for meta in entry.fresh
-        ]
+    new = _returned(created, entry, device)
     if plan.mutated:
         shapes = iter(entry.mutated_shapes)
         for arg_position in plan.mutated:
@@ -321,6 +308,15 @@ def _assemble(plan: OpPlan, values: list, entry: Entry, outputs: list, device: i
                     target.resize_(array.shape)  # out= arguments take the result's shape
                 _C.write_array(target, array)
     return pack_returns(plan, values, new)
+
+
+def _returned(created: list, entry: Entry, device: int) -> list:
+    """The op's new returns: the computed tensors ``created``, with the undefined (None)
+    and empty returns put back in their places."""
+    if len(created) == len(entry.fresh):
+        return created
+    made = iter(created)
+    return [next(made) if _computed(meta) else _empty_output(meta, device) for meta in entry.fresh]
 
 
 def _empty_output(meta: tuple | None, device: int) -> torch.Tensor | None:
