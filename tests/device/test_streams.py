@@ -216,6 +216,9 @@ def test_memory_of_a_dropped_input_is_freed_only_after_the_op_ran(gate_after_war
     assert torch.neuron.memory_allocated() == before  # the queued add still reads it
     held.release()
     torch.neuron.synchronize()
+    # Once the op has run nothing holds ``big`` but, at times, a garbage cycle left by an
+    # earlier test's first execution of the program (see the HBM-full test).
+    gc.collect()
     assert torch.neuron.memory_allocated() <= before - 512 * 512 * 4
     assert torch.equal(y.cpu(), torch.full((512, 512), 2.0))
 
