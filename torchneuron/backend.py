@@ -23,7 +23,7 @@ from torch._functorch.aot_autograd import make_boxed_func
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from torchneuron import settings
+from torchneuron import collective_graphs, settings
 from torchneuron.compiler import tensors
 from torchneuron.compiler.pipeline import CompiledGraph, compile_graph
 from torchneuron.lowering import LoweringError, decomposition_table
@@ -151,6 +151,15 @@ def fallback_disabled() -> bool:
 def _compile_or_fallback(gm: torch.fx.GraphModule, example_inputs, name: str, opts):
     if _has_symbolic_inputs(gm):
         return make_boxed_func(ShapeSpecializingFunction(gm, name, opts))
+    if collective_graphs.has_collectives(gm):
+        # Collectives call the process group: the compute between them is compiled
+        # in segments, the collectives run eagerly in between (collective_graphs.py).
+        split = collective_graphs.split_at_collectives(gm, name)
+        run = collective_graphs.SplitGraphFunction(
+            split,
+            lambda part, inputs, part_name: _compile_or_fallback(part, inputs, part_name, opts),
+        )
+        return make_boxed_func(run)
     try:
         # AOTAutograd calls us inside its FakeTensorMode; the graph's real constant
         # tensors (lifted as weights, hashed for the cache) must be read outside it.
