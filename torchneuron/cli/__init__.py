@@ -8,6 +8,7 @@ neuronc inspect model.neff
 neuronc run model.neff --input x=input.npy --output-dir out/
 neuronc profile model.neff -o trace.json      # Perfetto/Chrome trace, one lane per engine
 neuronc estimate model.pt2 --target trn2 --target trn3   # side by side, no NEFF written
+neuronc plan gpt --batch 16 --dp 2 --fsdp 8 --tp 4   # a parallel training step, per core
 neuronc golden update model.pt2 --dir goldens/model   # write normalized IR of each stage
 neuronc golden check  model.pt2 --dir goldens/model   # exit 1 with a diff if it changed
 
@@ -40,6 +41,7 @@ from .files import (
     output_folder,
 )
 from .passes import check_pipeline
+from .plan import add_plan_arguments, plan_command
 from .run import profile_command, run_command, use_chip_of
 from .usage import UsageError
 
@@ -210,6 +212,14 @@ def _parser() -> argparse.ArgumentParser:
     estimate_cmd.add_argument("--name", help="program name (default: the file's stem)")
     estimate_cmd.add_argument("--json", action="store_true", help="print the figures as JSON")
     estimate_cmd.set_defaults(handler=estimate_command)
+
+    plan_cmd = commands.add_parser(
+        "plan",
+        help="estimate a training step of a parallel layout (DP/FSDP/TP): compute, "
+        "communication, overlap and peak HBM per core",
+    )
+    add_plan_arguments(plan_cmd)
+    plan_cmd.set_defaults(handler=plan_command)
 
     run_cmd = commands.add_parser("run", help="run a NEFF on an emulated NeuronCore")
     run_cmd.add_argument("neff")
