@@ -11,6 +11,12 @@ pages disagree, the comment next to the figure says which one we chose and why.
 Throughput keys use torch-style dtype names (``"bfloat16"``, ``"float32"`` ...)
 plus ``"tfloat32"``, ``"float8"`` (either FP8 format), ``"mxfp8"`` and ``"mxfp4"``.
 Engine throughput tables have a ``"default"`` entry for dtypes not listed.
+
+``INSTANCES`` holds the instance types and UltraServers (chips, topology, NeuronLink and EFA
+bandwidth) that ``torchneuron.estimate.collectives`` prices collectives on.
+
+Why this file is long: it is the one cited table of hardware figures (chips and instances);
+splitting it would scatter the figures and their sources over several files.
 """
 
 from __future__ import annotations
@@ -29,8 +35,12 @@ _DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest"
 TRAINIUM2_PAGE = f"{_DOCS}/about-neuron/arch/neuron-hardware/trainium2.html"
 NEURONCORE_V3_PAGE = f"{_DOCS}/about-neuron/arch/neuron-hardware/neuron-core-v3.html"
 TRAINIUM2_NKI_PAGE = f"{_DOCS}/nki/arch/trainium2_arch.html"
-# The Trn2 instance page (trn2.48xlarge: 16 Trainium2 chips); its exact address was not verified.
-TRN2_INSTANCE_PAGE = f"{_DOCS}/about-neuron/arch/neuron-hardware/trn2-arch.html"
+# The Trn2 instance page: trn2.48xlarge / trn2u.48xlarge (16 Trainium2 chips, 4x4 2-D torus),
+# the Trn2 UltraServer (64 chips) and their NeuronLink-v3 and EFAv3 figures.
+TRN2_INSTANCE_PAGE = f"{_DOCS}/general/arch/neuron-hardware/trn2-arch.html"
+# The Trn3 page: Gen1 (64 chips, 4 servers x 16) and Gen2 (144 chips, 36 servers x 4)
+# UltraServers, NeuronSwitch-v1, NeuronLink-v4 and EFA figures.
+TRN3_INSTANCE_PAGE = f"{_DOCS}/about-neuron/arch/neuron-hardware/trn3-arch.html"
 TRAINIUM3_PAGE = f"{_DOCS}/about-neuron/arch/neuron-hardware/trainium3.html"
 NEURONCORE_V4_PAGE = f"{_DOCS}/about-neuron/arch/neuron-hardware/neuron-core-v4.html"
 TRAINIUM3_NKI_PAGE = f"{_DOCS}/nki/about/trainium3_arch.html"
@@ -54,6 +64,16 @@ INSTRUCTION_OVERHEAD_CYCLES = 64
 # the kernel (and so chains of small dependent kernels, as the Neuron Explorer guide on
 # inefficient DMA transfers describes) but overlaps with other kernels' transfers.
 DMA_FIXED_LATENCY_S = 2e-6
+
+# Fixed cost of one step of a collective algorithm (one send/receive round with its
+# semaphore handshake), by the level the step crosses. No public figures: assumptions.
+# Inside a chip a step is one DMA between logical cores' HBM regions, so it costs the DMA
+# latency above; a NeuronLink hop adds the CC-core handshake with the neighbouring chip (an
+# assumed 3 us); an EFA round trip between instances is an order of magnitude slower (an
+# assumed 15 us, the usual small-message latency of RDMA-class fabrics).
+COLLECTIVE_STEP_LATENCY_S: Mapping[str, float] = MappingProxyType(
+    {"intra-chip": DMA_FIXED_LATENCY_S, "neuronlink": 3e-6, "efa": 15e-6}
+)
 
 
 class UnknownTargetError(TorchNeuronError, ValueError):
@@ -146,6 +166,15 @@ class ChipSpec:
     # Chips in the largest single instance we emulate; bounds NEURON_RT_VISIBLE_CORES.
     chips_per_node: int
     instance_name: str
+    # Chip-to-chip interconnect: generation, links per chip, and the chip page's bandwidth
+    # per chip (all its links, both directions together).
+    neuronlink_generation: str
+    neuronlink_links_per_chip: int
+    neuronlink_bytes_per_s_per_chip: float
+    # Collective-communication cores: they sequence the DMAs of collectives on and off chip.
+    cc_cores_per_chip: int
+    # The chip page's total DMA bandwidth ("Data movement").
+    chip_dma_bytes_per_s: float
     sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
@@ -181,6 +210,17 @@ class ChipSpec:
         """What the DMA engines of ``lnc`` physical cores can move per second together."""
         self.check_lnc(lnc)
         return lnc * self.dma_engines_per_core * self.dma_engine_bytes_per_s
+
+    def intra_chip_bytes_per_logical_core(self, lnc: int) -> float:
+        """What one logical core can send to another logical core of the same chip per second.
+
+        No public core-to-core figure exists (ASSUMPTION): a transfer between two logical
+        cores of one chip is a DMA from one HBM region to another, so each byte is read once
+        and written once. We take the smaller of the logical core's DMA bandwidth and half its
+        share of HBM bandwidth (trn2, LNC=2: min(870 GB/s, 2.9 TB/s / 4 / 2) = 362.5 GB/s).
+        """
+        share_of_hbm = self.hbm_bandwidth_per_logical_core(lnc) / 2
+        return min(self.dma_bytes_per_logical_core(lnc), share_of_hbm)
 
     def tensor_flops_per_logical_core(self, dtype: str, lnc: int) -> float:
         """Dense matmul FLOP/s of one logical core: ``lnc`` physical TensorEngines."""
@@ -235,6 +275,13 @@ TRN2 = ChipSpec(
     psum_banks=8,
     chips_per_node=16,
     instance_name="trn2.48xlarge",
+    neuronlink_generation="NeuronLink-v3",
+    neuronlink_links_per_chip=4,
+    # The chip page: 1.28 TB/s per chip. The instance page splits it into 1,024 GB/s inside an
+    # instance (the 4x4 torus) and 256 GB/s to the other instances of an UltraServer.
+    neuronlink_bytes_per_s_per_chip=1.28e12,
+    cc_cores_per_chip=20,
+    chip_dma_bytes_per_s=3.5e12,
     sources=_frozen(
         {
             "physical_cores_per_chip": TRAINIUM2_PAGE,
@@ -256,6 +303,11 @@ TRN2 = ChipSpec(
             "sbuf_bytes_per_partition": TRAINIUM2_NKI_PAGE,
             "psum_bytes_per_partition": TRAINIUM2_NKI_PAGE,
             "chips_per_node": TRN2_INSTANCE_PAGE,
+            "neuronlink_generation": TRAINIUM2_PAGE,
+            "neuronlink_links_per_chip": TRAINIUM2_NKI_PAGE,
+            "neuronlink_bytes_per_s_per_chip": TRAINIUM2_PAGE,
+            "cc_cores_per_chip": TRAINIUM2_PAGE,
+            "chip_dma_bytes_per_s": TRAINIUM2_PAGE,
         }
     ),
 )
@@ -321,6 +373,16 @@ TRN3 = ChipSpec(
     # assume a 16-chip node like trn2.48xlarge so NEURON_RT_VISIBLE_CORES behaves alike.
     chips_per_node=16,
     instance_name="trn3 (16-chip node, assumed)",
+    neuronlink_generation="NeuronLink-v4",
+    neuronlink_links_per_chip=4,
+    # The chip page says 2.56 TB/s per device; the Trn3 UltraServer table says 2,048 GiB/s per
+    # device (2.2 TB/s), and its connectivity section lists PCIe Gen6 links adding up to only
+    # 704 GB/s (256 intra-server + 320 inter-server + 128 inter-rack). We keep the chip page
+    # here, as for trn2; INSTANCES uses the UltraServer table.
+    neuronlink_bytes_per_s_per_chip=2.56e12,
+    # The chip page says 16 CC-cores; the NKI Trainium3 guide says 20. We take the chip page.
+    cc_cores_per_chip=16,
+    chip_dma_bytes_per_s=4.9e12,
     sources=_frozen(
         {
             "physical_cores_per_chip": TRAINIUM3_PAGE,
@@ -342,6 +404,11 @@ TRN3 = ChipSpec(
             "sbuf_bytes_per_partition": TRAINIUM3_NKI_PAGE,
             "psum_bytes_per_partition": TRAINIUM3_NKI_PAGE,
             "chips_per_node": ASSUMPTION,
+            "neuronlink_generation": TRAINIUM3_PAGE,
+            "neuronlink_links_per_chip": TRAINIUM3_NKI_PAGE,
+            "neuronlink_bytes_per_s_per_chip": TRAINIUM3_PAGE,
+            "cc_cores_per_chip": TRAINIUM3_PAGE,
+            "chip_dma_bytes_per_s": TRAINIUM3_PAGE,
         }
     ),
 )
@@ -356,4 +423,171 @@ def chip(target: str) -> ChipSpec:
     except KeyError:
         raise UnknownTargetError(
             f"unknown Neuron target {target!r}; known targets: {sorted(CHIPS)}"
+        ) from None
+
+
+@dataclass(frozen=True)
+class InstanceSpec:
+    """One instance type (or UltraServer) as collectives see it: its chips and their links.
+
+    Chips are numbered 0..chips-1; a server holds ``chips_per_server`` consecutive ones.
+    ``neuronlink_bytes_per_s_per_chip`` is a chip's NeuronLink bandwidth to the other chips
+    of its server (both directions together, as the pages state it);
+    ``inter_server_bytes_per_s_per_chip`` its bandwidth to the chips of the other servers of
+    an UltraServer, or None where the scale-up fabric is switched (all chips of the instance
+    reach each other at ``neuronlink_bytes_per_s_per_chip``). ``efa_bits_per_s`` is the EFA
+    bandwidth of the whole instance to other instances.
+    """
+
+    name: str
+    target: str
+    chips: int
+    chips_per_server: int
+    topology: str
+    neuronlink_bytes_per_s_per_chip: float
+    inter_server_bytes_per_s_per_chip: float | None
+    efa_bits_per_s: float
+    sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def servers(self) -> int:
+        return self.chips // self.chips_per_server
+
+    @property
+    def neuronlink_send_bytes_per_s(self) -> float:
+        """What one chip can send per second to the other chips of its server.
+
+        ASSUMPTION: the published per-chip figure counts both directions, so a chip sends at
+        half of it (the convention of the bandwidth figures of comparable interconnects)."""
+        return self.neuronlink_bytes_per_s_per_chip / 2
+
+    @property
+    def inter_server_send_bytes_per_s(self) -> float | None:
+        """What one chip can send per second to the other servers of an UltraServer (same
+        both-directions assumption as ``neuronlink_send_bytes_per_s``)."""
+        if self.inter_server_bytes_per_s_per_chip is None:
+            return None
+        return self.inter_server_bytes_per_s_per_chip / 2
+
+    @property
+    def efa_send_bytes_per_s(self) -> float:
+        """What the whole instance can send per second over EFA (a NIC's line rate is per
+        direction)."""
+        return self.efa_bits_per_s / 8
+
+    @property
+    def efa_send_bytes_per_s_per_chip(self) -> float:
+        """One chip's share of the instance's EFA bandwidth.
+
+        ASSUMPTION: the EFA devices are spread evenly over the chips (the runtime attaches
+        EFA devices to Neuron devices), so a chip's traffic leaves through its own share."""
+        return self.efa_send_bytes_per_s / self.chips
+
+
+_TRN2_INSTANCE_SOURCES = _frozen(
+    {
+        "chips": TRN2_INSTANCE_PAGE,
+        "topology": TRN2_INSTANCE_PAGE,
+        "neuronlink_bytes_per_s_per_chip": TRN2_INSTANCE_PAGE,
+        "inter_server_bytes_per_s_per_chip": TRN2_INSTANCE_PAGE,
+        "efa_bits_per_s": TRN2_INSTANCE_PAGE,
+    }
+)
+_TRN3_INSTANCE_SOURCES = _frozen(
+    {
+        "chips": TRN3_INSTANCE_PAGE,
+        "topology": TRN3_INSTANCE_PAGE,
+        "neuronlink_bytes_per_s_per_chip": TRN3_INSTANCE_PAGE,
+        "efa_bits_per_s": TRN3_INSTANCE_PAGE,
+    }
+)
+
+
+def _trn2_instance(name: str) -> InstanceSpec:
+    # The instance page: 16 chips in a 4x4 2-D torus, 1,024 GB/s of NeuronLink-v3 per chip
+    # inside the instance, 3,200 Gbps of EFAv3 per instance.
+    return InstanceSpec(
+        name=name,
+        target="trn2",
+        chips=16,
+        chips_per_server=16,
+        topology="4x4 2-D torus of NeuronLink-v3",
+        neuronlink_bytes_per_s_per_chip=1024e9,
+        inter_server_bytes_per_s_per_chip=None,
+        efa_bits_per_s=3200e9,
+        sources=_TRN2_INSTANCE_SOURCES,
+    )
+
+
+INSTANCES: Mapping[str, InstanceSpec] = MappingProxyType(
+    {
+        "trn2.48xlarge": _trn2_instance("trn2.48xlarge"),
+        "trn2u.48xlarge": _trn2_instance("trn2u.48xlarge"),
+        # Four trn2u.48xlarge joined by NeuronLink-v3: chips at the same torus position in the
+        # four instances form a ring, at 256 GB/s per chip; EFAv3 3,200 Gbps per instance.
+        "trn2-ultraserver": InstanceSpec(
+            name="trn2-ultraserver",
+            target="trn2",
+            chips=64,
+            chips_per_server=16,
+            topology="4 x (4x4 2-D torus); same-position chips of the 4 instances in a ring",
+            neuronlink_bytes_per_s_per_chip=1024e9,
+            inter_server_bytes_per_s_per_chip=256e9,
+            efa_bits_per_s=4 * 3200e9,
+            sources=_TRN2_INSTANCE_SOURCES,
+        ),
+        # No Trn3 instance size is published, only UltraServers. ASSUMPTION: one 16-chip server
+        # of a Gen1 UltraServer, with a quarter of the Gen1 UltraServer's 12,800 Gbps of EFA,
+        # matching TRN3.chips_per_node.
+        "trn3-gen1-server": InstanceSpec(
+            name="trn3-gen1-server",
+            target="trn3",
+            chips=16,
+            chips_per_server=16,
+            topology="16 chips on NeuronSwitch-v1 (all-to-all)",
+            neuronlink_bytes_per_s_per_chip=2048 * GiB,
+            inter_server_bytes_per_s_per_chip=None,
+            efa_bits_per_s=12800e9 / 4,
+            sources=_frozen({**_TRN3_INSTANCE_SOURCES, "efa_bits_per_s": ASSUMPTION}),
+        ),
+        # The Trn3 table gives 2,048 GiB/s of NeuronLink-v4 per device for both generations,
+        # over a switched all-to-all fabric, so servers are not a separate level.
+        "trn3-gen1-ultraserver": InstanceSpec(
+            name="trn3-gen1-ultraserver",
+            target="trn3",
+            chips=64,
+            chips_per_server=16,
+            topology="4 servers x 16 chips on NeuronSwitch-v1 (all-to-all)",
+            neuronlink_bytes_per_s_per_chip=2048 * GiB,
+            inter_server_bytes_per_s_per_chip=None,
+            efa_bits_per_s=12800e9,
+            sources=_TRN3_INSTANCE_SOURCES,
+        ),
+        "trn3-gen2-ultraserver": InstanceSpec(
+            name="trn3-gen2-ultraserver",
+            target="trn3",
+            chips=144,
+            chips_per_server=4,
+            topology="36 servers x 4 chips on two levels of NeuronSwitch-v1 (all-to-all)",
+            neuronlink_bytes_per_s_per_chip=2048 * GiB,
+            inter_server_bytes_per_s_per_chip=None,
+            efa_bits_per_s=28800e9,
+            sources=_TRN3_INSTANCE_SOURCES,
+        ),
+    }
+)
+
+# The instance a target's ranks are placed on unless told otherwise.
+DEFAULT_INSTANCE: Mapping[str, str] = MappingProxyType(
+    {"trn2": "trn2.48xlarge", "trn3": "trn3-gen1-server"}
+)
+
+
+def instance(name: str) -> InstanceSpec:
+    """The ``InstanceSpec`` of an instance type or UltraServer name (see ``INSTANCES``)."""
+    try:
+        return INSTANCES[name]
+    except KeyError:
+        raise UnknownTargetError(
+            f"unknown instance {name!r}; known instances: {sorted(INSTANCES)}"
         ) from None
