@@ -55,7 +55,8 @@ class NeuronBackendOptions:
             self.target = topology().target
         self.pipeline: str | None = options.get("pipeline")
         self.dump_dir: str | None = options.get("dump_dir")
-        self.core: int = int(options.get("core", 0))
+        # None: the core of the inputs' neuron device (the current device for CPU inputs)
+        self.core: int | None = int(options["core"]) if "core" in options else None
 
 
 def neuron_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options=None, **kw):
@@ -191,21 +192,26 @@ class NeuronGraphFunction:
 
     A graph with random ops takes a last input more than its FX graph: the key of
     its random draws, drawn at each call from the generator of the inputs' device.
+
+    The program runs on ``core`` when given, else on the core of the inputs' neuron
+    device (``neuron:1`` -> core 1, as eager ops do; the current neuron device for CPU
+    inputs), loaded there on first use: rank 1 of a job whose tensors live on
+    ``neuron:1`` runs its graphs on core 1.
     """
 
     def __init__(
         self,
         compiled: CompiledGraph,
-        core: int = 0,
+        core: int | None = None,
         random_key: bool = False,
         device: torch.device | None = None,
     ):
-        from torchneuron.runtime import load_neff
-
         self.compiled = compiled
         self.random_key = random_key
         self.device = device or torch.device("cpu")  # of a graph without tensor inputs
-        self.loaded = load_neff(compiled.neff, core=core)
+        self.core = core
+        self.programs: dict[int, Any] = {}  # core index -> LoadedNeff
+        self.loaded = self._program_on(self._core_for(self.device))
         self.none_outputs = set(compiled.none_outputs)
         self.constant_outputs = dict(compiled.constant_outputs)
         self.output_count = compiled.output_count
@@ -220,7 +226,10 @@ class NeuronGraphFunction:
         if self.random_key:
             arrays.append(_random_key(device))
         # Neuron tensors in and out are charged to HBM as tensors already.
-        results = self.loaded.execute(arrays, resident=on_device)
+        program = self.programs.get(self._core_for(device))
+        if program is None:
+            program = self._program_on(self._core_for(device))
+        results = program.execute(arrays, resident=on_device)
         produced = iter(results)
         outputs = []
         for i in range(self.output_count):
@@ -234,6 +243,21 @@ class NeuronGraphFunction:
             tensor = tensors.from_numpy(next(produced))
             outputs.append(tensor if device.type == "cpu" else tensor.to(device))
         return outputs
+
+    def _core_for(self, device: torch.device) -> int:
+        if self.core is not None:
+            return self.core
+        if device.type == "neuron":
+            return device.index or 0
+        return _current_neuron_device()
+
+    def _program_on(self, core: int):
+        from torchneuron.runtime import load_neff
+
+        program = self.programs.get(core)
+        if program is None:
+            program = self.programs[core] = load_neff(self.compiled.neff, core=core)
+        return program
 
     def _empty_input(self, index: int) -> np.ndarray:
         spec = self.compiled.inputs[index]
@@ -298,6 +322,12 @@ def _device_to_numpy():
     from torchneuron.device.arrays import host_array
 
     return host_array
+
+
+def _current_neuron_device() -> int:
+    from torchneuron.device.module import current_device
+
+    return current_device()
 
 
 def _random_key(device: torch.device) -> np.ndarray:
