@@ -293,6 +293,15 @@ def _gib(nbytes: float) -> str:
     return f"{nbytes / 2**30:.2f} GiB"
 
 
+def rank_parameters(shape: TransformerShape, tp: int) -> list[tuple[str, int, str]]:
+    """(name, elements one TP rank holds before FSDP shards them, piece), in registration
+    order; a vocabulary that ``tp`` does not divide is padded to a multiple of it."""
+    return [
+        (name, math.ceil(size / tp) if sharded else size, piece)
+        for name, size, sharded, piece in shape.parameters()
+    ]
+
+
 def check_layout(
     shape: TransformerShape,
     layout: Layout,
@@ -467,12 +476,7 @@ class _StepCosts:
         return self.shape.layers * block + 3 * 2 * tokens * d * v
 
     def local_parameters(self) -> list[tuple[str, int, str]]:
-        """(name, elements on this rank before FSDP, piece), registration order."""
-        t = self.layout.tp
-        return [
-            (name, math.ceil(size / t) if sharded else size, piece)
-            for name, size, sharded, piece in self.shape.parameters()
-        ]
+        return rank_parameters(self.shape, self.layout.tp)
 
     def optimizer_seconds(self, optimizer: str) -> float:
         fsdp = self.layout.fsdp
