@@ -1,0 +1,90 @@
+"""``neuronc plan`` in real processes: the JSON a script reads, the text, and its errors.
+
+The JSON run is the installed console script; the other command lines run in processes
+forked from one runner that imported the CLI once (``tests/cli/session.py``).
+"""
+
+import json
+
+import pytest
+
+from tests.cli.session import NeuroncSession
+from tests.test_cli import RUNNER_ENV, console_script
+
+LLM = [
+    "--layers", "32", "--d-model", "4096", "--heads", "32", "--ffn", "11008",
+    "--vocab", "32000", "--context", "4096", "--seq", "2048",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def session():
+    runner = NeuroncSession(RUNNER_ENV)
+    yield runner
+    runner.close()
+
+
+def test_plan_json_from_the_console_script():
+    result = console_script(
+        "plan", "gpt", *LLM, "--batch", "16", "--dp", "2", "--fsdp", "8", "--tp", "4",
+        "--world-size", "64", "--instance", "trn2.48xlarge", "--json",
+    )  # fmt: skip
+    plan = json.loads(result.stdout)
+    assert plan["model_name"] == "gpt"
+    assert plan["model"]["layers"] == 32 and plan["model"]["parameters"] > 5e9
+    layout = plan["layout"]
+    assert (layout["world_size"], layout["instances"], layout["instance"]) == (
+        64,
+        1,
+        "trn2.48xlarge",
+    )
+    names = {row["name"] for row in plan["communication"]}
+    assert {"TP all-reduce (activations)", "FSDP reduce-scatter (gradients)"} <= names
+    assert "HSDP all-reduce (gradient shards)" in names
+    assert plan["step_s"] == pytest.approx(
+        plan["compute"]["total_s"] + plan["exposed_communication_s"]
+    )
+    assert plan["memory"]["fits"] is True and plan["warnings"] == []
+    assert len(plan["overlap_rules"]) == 4
+
+
+def test_plan_text_warns_when_the_layout_does_not_fit(session):
+    result = session.run("plan", "gpt", *LLM, "--batch", "64", "--dp", "64")
+    assert "DDP gradient all-reduce" in result.stdout
+    assert "DOES NOT FIT" in result.stdout
+    assert "warning: does not fit: peak HBM per core" in result.stdout
+
+
+def test_plan_of_the_zoo_gpt_at_its_own_sizes(session):
+    plan = json.loads(session.run("plan", "gpt", "--dp", "4", "--json").stdout)
+    # The zoo model: 2 layers, d_model 64, vocab 128, context 32; one sequence per rank.
+    assert (plan["model"]["layers"], plan["model"]["d_model"], plan["training"]["seq"]) == (
+        2,
+        64,
+        32,
+    )
+    assert plan["training"]["global_batch"] == 4
+    (row,) = plan["communication"]
+    assert row["nbytes"] == 4 * plan["model"]["parameters"]
+
+
+@pytest.mark.parametrize(
+    "args, status, message",
+    [
+        (["--dp", "2", "--tp", "2", "--world-size", "8"], 1, "--dp 2 x --fsdp 1 x --tp 2 = 4"),
+        (["--tp", "8"], 1, "--tp 8 is more than the model's 4 attention heads"),
+        (["--dp", "128", "--instances", "1"], 1, "128 ranks do not fit on 1 trn2.48xlarge"),
+        (["--instance", "trn2.48xlarge", "--target", "trn3"], 2, "holds trn2 chips"),
+    ],
+)
+def test_plan_errors_are_one_line(session, args, status, message):
+    result = session.run("plan", "gpt", *args, check=False)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == status
+    assert len(lines) == 1 and lines[0].startswith("neuronc: error: ") and message in lines[0]
+
+
+def test_plan_refuses_a_model_it_cannot_plan(session):
+    result = session.run("plan", "mlp", check=False)
+    assert result.returncode == 2
+    assert "GPT-style language models, the zoo's gpt" in result.stderr
