@@ -23,6 +23,22 @@ Device time is a model, not a measurement: executions on a core are laid end to 
 on a device timeline (an execution starts when the host runs it, or when the
 previous one on that core ends), and each one's kernels are drawn on one lane per
 engine (TensorE, VectorE, ScalarE, GpSimd, DMA) at their scheduled times.
+
+Collectives: the ``neuron`` process group calls ``record_collective`` for each collective
+(a no-op when no profile is active). Each one is recorded with its host wall time and its
+*estimated time on the real interconnect* (``torchneuron.estimate.collectives``: the
+algorithm, bytes per rank and levels crossed for the group's ranks placed on a trn2/trn3
+instance). The table gets a collectives section; the trace shows them on two lanes of the
+rank: "collectives (host)" in the host process and "collectives" in a process of their own,
+laid end to end on an estimated timeline like the NEFFs. A trace's processes are named
+"rank N: ..." and its pids start at N * 1000, so ``merge_traces`` (or ``python -m
+torchneuron.profiler merge a.json b.json -o all.json``) can put the traces of all ranks in
+one Perfetto file, aligned on the wall clock (each trace records ``time.time()`` at the
+profile's origin in its ``otherData``).
+
+Why this file is long: capture, table, Chrome trace and the merge of per-rank traces share
+one trace layout (pids per rank, lanes, event arguments); one file keeps writer and merger
+in step.
 """
 
 from __future__ import annotations
@@ -36,12 +52,24 @@ from typing import Any
 
 from torchneuron.target.engines import DMA_ENGINE, ENGINES
 
-__all__ = ["ExecutionEvent", "ProfileRow", "profile"]
+__all__ = [
+    "CollectiveEvent",
+    "ExecutionEvent",
+    "ProfileRow",
+    "merge_traces",
+    "profile",
+    "record_collective",
+]
 
 # Chrome trace thread ids of a core's lanes: the executions, then one per engine.
 _NEFF_LANE = 0
 _LANE_TIDS = {engine: i + 1 for i, engine in enumerate(ENGINES)}
-_HOST_PID = 0
+# Pids of rank r's trace: host r*1000, core c r*1000+1+c, estimated collectives r*1000+999.
+_RANK_PID_STRIDE = 1000
+_COLLECTIVES_PID = _RANK_PID_STRIDE - 1
+_HOST_NEFF_LANE, _HOST_COLLECTIVES_LANE = 0, 1
+# Profiles recording now; record_collective returns at once when empty.
+_ACTIVE: list[profile] = []
 
 
 @dataclass
@@ -87,6 +115,91 @@ class ProfileRow:
         return self.device_seconds / self.calls if self.calls else 0.0
 
 
+@dataclass
+class CollectiveEvent:
+    """One collective reported by the process group. ``host_*`` on the profile's host
+    clock; ``device_*`` on the estimated collectives timeline of this rank."""
+
+    kind: str
+    nbytes: int
+    ranks: tuple[int, ...]
+    rank: int
+    group_name: str
+    host_start_s: float
+    host_seconds: float
+    device_start_s: float
+    estimate: Any  # torchneuron.estimate.collectives.CollectiveEstimate
+
+    @property
+    def device_seconds(self) -> float:
+        return self.estimate.seconds
+
+    @property
+    def label(self) -> str:
+        group = f" {self.group_name}" if self.group_name else ""
+        return f"{self.kind}[{len(self.ranks)} ranks{group}]"
+
+    def trace_args(self) -> dict:
+        est = self.estimate
+        return {
+            "kind": self.kind,
+            "nbytes": self.nbytes,
+            "ranks": list(self.ranks),
+            "group": self.group_name,
+            "algorithm": est.algorithm,
+            "estimated_seconds": est.seconds,
+            "bytes_per_rank": est.bytes_per_rank,
+            "bus_bandwidth": est.bus_bandwidth,
+            "levels": [[lv.name, lv.bytes_per_rank, lv.steps, lv.seconds] for lv in est.levels],
+            "host_seconds": self.host_seconds,
+        }
+
+
+def record_collective(
+    kind: str,
+    nbytes: int,
+    ranks: tuple[int, ...],
+    rank: int,
+    host_start: float,
+    host_seconds: float,
+    group_name: str = "",
+) -> None:
+    """Record one collective in every active profile: ``ranks`` the group's global ranks,
+    ``rank`` this process's, ``host_start`` from ``time.perf_counter()``. Costs one list
+    test when no profile is active."""
+    if not _ACTIVE:
+        return
+    from torchneuron.estimate.collectives import estimate_collective
+
+    ranks = tuple(ranks)
+    estimate = estimate_collective(kind, nbytes, ranks, _placement())
+    for prof in list(_ACTIVE):
+        prof._record_collective(
+            kind, nbytes, ranks, rank, host_start, host_seconds, group_name, estimate
+        )
+
+
+def _placement():
+    """Where ranks sit: the emulated target and LNC (settings), on the target's default
+    instance."""
+    from torchneuron import settings
+    from torchneuron.estimate.collectives import Placement
+    from torchneuron.target import topology
+
+    chip = topology.parse_target(os.environ.get(settings.TARGET))
+    return Placement(chip.name, topology.parse_lnc(os.environ.get(settings.LNC), chip))
+
+
+def _distributed_rank() -> int:
+    """This process's rank when torch.distributed is initialised, else 0."""
+    import sys
+
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        return dist.get_rank()
+    return 0
+
+
 def _busiest_engine(schedule) -> str:
     busy = schedule.engine_busy_seconds()
     compute = {e: s for e, s in busy.items() if e != DMA_ENGINE}
@@ -100,9 +213,13 @@ class profile:
 
     def __init__(self) -> None:
         self.events: list[ExecutionEvent] = []
+        self.collectives: list[CollectiveEvent] = []
+        self.rank = 0  # torch.distributed's rank at start, or the rank collectives report
         self._lock = threading.Lock()
         self._origin: float | None = None
+        self._wall_origin: float | None = None  # time.time() at _origin, to align ranks
         self._device_free: dict[int, float] = {}
+        self._collectives_free = 0.0
         self._active = False
 
     # -- capture -------------------------------------------------------------------
@@ -121,8 +238,10 @@ class profile:
             return
         _drain_device_queues()
         if self._origin is None:
-            self._origin = time.perf_counter()
+            self._wall_origin, self._origin = time.time(), time.perf_counter()
+        self.rank = _distributed_rank()
         add_execute_hook(self._record)
+        _ACTIVE.append(self)
         self._active = True
 
     def stop(self) -> None:
@@ -131,7 +250,24 @@ class profile:
         if self._active:
             _drain_device_queues()  # the ops issued inside the profile have run
         remove_execute_hook(self._record)
+        if self in _ACTIVE:
+            _ACTIVE.remove(self)
         self._active = False
+
+    def _record_collective(
+        self, kind, nbytes, ranks, rank, host_start, host_seconds, group_name, estimate
+    ) -> None:
+        with self._lock:
+            start = host_start - self._origin
+            device_start = max(start, self._collectives_free)
+            self._collectives_free = device_start + estimate.seconds
+            self.rank = rank
+            self.collectives.append(
+                CollectiveEvent(
+                    kind, nbytes, ranks, rank, group_name, start, host_seconds,
+                    device_start, estimate,
+                )
+            )  # fmt: skip
 
     def _record(self, loaded, host_start: float, host_seconds: float) -> None:
         schedule = loaded.schedule
@@ -218,22 +354,60 @@ class profile:
             f"{len(self.events)} executions; host time {host_total * 1e3:.3f} ms; estimated "
             f"device time {self.device_seconds * 1e6:.3f} us (cost model, not a measurement)"
         )
+        if self.collectives:
+            lines += ["", *self._collectives_table()]
         return "\n".join(lines)
+
+    def _collectives_table(self) -> list[str]:
+        """Collectives grouped by kind, group and algorithm: host time and the estimated
+        time on the real interconnect."""
+        from torchneuron.estimate.collectives import LEVELS
+
+        rows: dict[tuple, list] = {}
+        for c in self.collectives:
+            key = (c.label, c.estimate.algorithm)
+            row = rows.setdefault(key, [0, 0.0, 0.0, 0, set()])
+            row[0] += 1
+            row[1] += c.host_seconds
+            row[2] += c.device_seconds
+            row[3] += c.nbytes
+            row[4].update(level.name for level in c.estimate.levels)
+        width = max(len("Collective"), *(len(label) for label, _ in rows))
+        header = (
+            f"{'Collective':<{width}}  {'Calls':>6}  {'Host total':>11}  {'Est. device':>13}  "
+            f"{'Algorithm':<12}  {'Bytes':>13}  Levels"
+        )
+        lines = [header, "-" * len(header)]
+        ordered = sorted(rows.items(), key=lambda item: (-item[1][2], item[0]))
+        for (label, algorithm), (calls, host, device, nbytes, levels) in ordered:
+            crossed = ",".join(level for level in LEVELS if level in levels) or "-"
+            lines.append(
+                f"{label:<{width}}  {calls:>6}  {host * 1e3:>8.3f} ms  {device * 1e6:>10.3f} us  "
+                f"{algorithm:<12}  {nbytes:>13}  {crossed}"
+            )
+        estimated = sum(c.device_seconds for c in self.collectives)
+        lines.append(
+            f"{len(self.collectives)} collectives on rank {self.rank}; estimated time on the "
+            f"real interconnect {estimated * 1e6:.3f} us (cost model, not a measurement)"
+        )
+        return lines
 
     # -- Chrome / Perfetto trace -----------------------------------------------------
 
     def chrome_trace(self) -> dict:
         """The recorded executions as a Chrome trace (the JSON object format)."""
+        base, prefix = self.rank * _RANK_PID_STRIDE, f"rank {self.rank}: "
+        host = base
         events: list[dict] = [
-            _metadata("process_name", _HOST_PID, None, {"name": "Host (wall clock)"}),
-            _metadata("process_sort_index", _HOST_PID, None, {"sort_index": 0}),
-            _metadata("thread_name", _HOST_PID, 0, {"name": "LoadedNeff.execute"}),
+            _metadata("process_name", host, None, {"name": prefix + "Host (wall clock)"}),
+            _metadata("process_sort_index", host, None, {"sort_index": host}),
+            _metadata("thread_name", host, _HOST_NEFF_LANE, {"name": "LoadedNeff.execute"}),
         ]
         cores = sorted({(e.core, e.core_description) for e in self.events})
         for core, description in cores:
-            pid = core + 1
+            pid = base + core + 1
             events.append(
-                _metadata("process_name", pid, None, {"name": f"{description}, estimated"})
+                _metadata("process_name", pid, None, {"name": f"{prefix}{description}, estimated"})
             )
             events.append(_metadata("process_sort_index", pid, None, {"sort_index": pid}))
             events.append(_metadata("thread_name", pid, _NEFF_LANE, {"name": "NEFF"}))
@@ -246,14 +420,14 @@ class profile:
                 _slice(
                     event.name,
                     "host",
-                    _HOST_PID,
-                    0,
+                    host,
+                    _HOST_NEFF_LANE,
                     event.host_start_s,
                     event.host_seconds,
                     {"execution": number, "core": event.core, "executor": event.executor},
                 )
             )
-            pid = event.core + 1
+            pid = base + event.core + 1
             args = {
                 "execution": number,
                 "estimated": event.estimated,
@@ -296,14 +470,38 @@ class profile:
                             {**kernel_args, "primary": lane == kernel.engine},
                         )
                     )
+        events += self._collective_trace_events(base, prefix)
         return {
             "traceEvents": events,
             "displayTimeUnit": "ns",
             "otherData": {
                 "producer": "torchneuron.profiler",
                 "device_time": "estimated by the torchneuron cost model",
+                "rank": self.rank,
+                "wall_clock_origin": self._wall_origin,
             },
         }
+
+    def _collective_trace_events(self, base: int, prefix: str) -> list[dict]:
+        if not self.collectives:
+            return []
+        pid = base + _COLLECTIVES_PID
+        events = [
+            _metadata("thread_name", base, _HOST_COLLECTIVES_LANE, {"name": "collectives (host)"}),
+            _metadata("process_name", pid, None, {"name": f"{prefix}collectives, estimated"}),
+            _metadata("process_sort_index", pid, None, {"sort_index": pid}),
+            _metadata("thread_name", pid, 0, {"name": "collectives"}),
+        ]
+        for c in self.collectives:
+            args = c.trace_args()
+            events.append(
+                _slice(c.label, "collective", base, _HOST_COLLECTIVES_LANE,
+                       c.host_start_s, c.host_seconds, args)
+            )  # fmt: skip
+            events.append(
+                _slice(c.label, "collective", pid, 0, c.device_start_s, c.device_seconds, args)
+            )
+        return events
 
     def chrome_trace_text(self) -> str:
         """``chrome_trace()`` as the JSON text of a trace file."""
@@ -314,6 +512,66 @@ class profile:
         load it."""
         with open(path, "w", encoding="utf-8") as file:
             file.write(self.chrome_trace_text())
+
+
+def merge_traces(
+    paths: list[str | os.PathLike[str]], out_path: str | os.PathLike[str] | None = None
+) -> dict:
+    """One Chrome trace of the per-rank traces at ``paths``, aligned on the wall clock
+    (each trace's ``otherData.wall_clock_origin``), written to ``out_path`` if given.
+
+    Traces of distinct ranks keep their pids (they start at rank * 1000); traces that
+    share a rank are moved to distinct pids."""
+    traces = []
+    for path in paths:
+        with open(path, encoding="utf-8") as file:
+            traces.append(json.load(file))
+    if not traces:
+        raise ValueError("merge_traces needs at least one trace")
+    origins = [t.get("otherData", {}).get("wall_clock_origin") for t in traces]
+    known = [o for o in origins if o is not None]
+    common = min(known) if known else 0.0
+    ranks = [t.get("otherData", {}).get("rank", i) for i, t in enumerate(traces)]
+    distinct = len(set(ranks)) == len(ranks)
+    merged: list[dict] = []
+    sources = []
+    for index, (trace, origin, rank) in enumerate(zip(traces, origins, ranks)):
+        shift_us = ((origin - common) if origin is not None else 0.0) * 1e6
+        pid_offset = 0 if distinct else index * _RANK_PID_STRIDE * 1000
+        for event in trace.get("traceEvents", []):
+            event = dict(event, pid=event["pid"] + pid_offset)
+            if "ts" in event:
+                event["ts"] = round(event["ts"] + shift_us, 3)
+            merged.append(event)
+        sources.append({"path": os.fspath(paths[index]), "rank": rank, "wall_clock_origin": origin})
+    result = {
+        "traceEvents": merged,
+        "displayTimeUnit": "ns",
+        "otherData": {
+            "producer": "torchneuron.profiler (merged)",
+            "wall_clock_origin": common,
+            "merged": sources,
+        },
+    }
+    if out_path is not None:
+        with open(out_path, "w", encoding="utf-8") as file:
+            file.write(json.dumps(result, separators=(",", ":")) + "\n")
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m torchneuron.profiler merge a.json b.json -o all.json``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m torchneuron.profiler")
+    commands = parser.add_subparsers(dest="command", required=True)
+    merge = commands.add_parser("merge", help="merge per-rank Chrome traces into one file")
+    merge.add_argument("traces", nargs="+", help="trace files written by export_chrome_trace")
+    merge.add_argument("-o", "--output", required=True, help="the merged trace to write")
+    args = parser.parse_args(argv)
+    result = merge_traces(args.traces, args.output)
+    print(f"{args.output}: {len(args.traces)} traces, {len(result['traceEvents'])} events")
+    return 0
 
 
 def _drain_device_queues() -> None:
@@ -349,3 +607,7 @@ def _slice(
         "dur": round(end - start, 3),
         "args": args,
     }
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
