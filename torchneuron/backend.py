@@ -152,7 +152,7 @@ def fallback_disabled() -> bool:
 def _compile_or_fallback(gm: torch.fx.GraphModule, example_inputs, name: str, opts):
     if _has_symbolic_inputs(gm):
         return make_boxed_func(ShapeSpecializingFunction(gm, name, opts))
-    if collective_graphs.has_collectives(gm):
+    if collective_graphs.needs_split(gm):
         # Collectives call the process group: the compute between them is compiled
         # in segments, the collectives run eagerly in between (collective_graphs.py).
         split = collective_graphs.split_at_collectives(gm, name)

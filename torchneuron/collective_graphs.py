@@ -22,6 +22,10 @@ inputs are ready, which is what keeps the number of segments at the least the da
 dependencies need (compute -> all_reduce -> compute is two segments). A node that
 writes an argument in place runs after every earlier reader of it and before every
 later one.
+
+Opaque graph inputs (script objects DTensor's graphs carry from input to output) pass
+through the same way, outside the segments: a graph holding them is split too, if
+need be into one segment.
 """
 
 from __future__ import annotations
@@ -58,6 +62,23 @@ def _is_wait(node: torch.fx.Node) -> bool:
 
 def has_collectives(gm: torch.fx.GraphModule) -> bool:
     return any(is_collective(node) for node in gm.graph.nodes)
+
+
+def _is_opaque(value: Any) -> bool:
+    from torch._library.fake_class_registry import FakeScriptObject
+
+    return isinstance(value, (torch.ScriptObject, FakeScriptObject))
+
+
+def has_opaque_inputs(gm: torch.fx.GraphModule) -> bool:
+    """Whether a graph input is an opaque object, not a tensor (DTensor's graphs carry
+    some through, from input to output); the split keeps them out of the segments."""
+    return any(_is_opaque(node.meta.get("val")) for node in gm.graph.find_nodes(op="placeholder"))
+
+
+def needs_split(gm: torch.fx.GraphModule) -> bool:
+    """Whether ``gm`` holds what a NEFF cannot: collectives, or opaque inputs."""
+    return has_collectives(gm) or has_opaque_inputs(gm)
 
 
 def _written_arguments(node: torch.fx.Node) -> list[torch.fx.Node]:
