@@ -42,6 +42,6 @@ def __getattr__(name: str):
 
 if "torch" in sys.modules:
     # `import torch` came first: register now (a no-op when the autoload already did).
-    from torchneuron.device import autoload as _autoload_device
+    from torchneuron.autoload import autoload as _autoload
 
-    _autoload_device()
+    _autoload()

@@ -155,6 +155,11 @@ class CollectiveEvent:
         }
 
 
+def is_recording() -> bool:
+    """True while a profile is active (callers skip preparing what only it would read)."""
+    return bool(_ACTIVE)
+
+
 def record_collective(
     kind: str,
     nbytes: int,
