@@ -13,8 +13,10 @@ import warnings
 
 
 def autoload() -> None:
-    from torchneuron.device import autoload as autoload_device
-    from torchneuron.device import is_registered
+    # The registration submodule, not the package: ``import torchneuron.device`` imports
+    # torch, whose autoload lands here while that package is still half-initialised.
+    from torchneuron.device.registration import autoload as autoload_device
+    from torchneuron.device.registration import is_registered
 
     autoload_device()
     if not is_registered():

@@ -19,8 +19,8 @@ of ``import torch``, or by ``import torchneuron``) installs everything:
 """
 
 # torch first: importing torch runs the torch.backends autoload entry point
-# (``torchneuron.device.registration:autoload``, a submodule, so it works while this
-# package is still being initialised).
+# (``torchneuron.autoload:autoload``, which imports ``torchneuron.device.registration``,
+# a submodule, so it works while this package is still being initialised).
 import torch  # noqa: F401  isort: skip
 
 from torchneuron.device.fallback import get_fallback_ops
