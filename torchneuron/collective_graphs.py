@@ -257,7 +257,9 @@ class SplitGraphFunction:
 
     Called with the graph's inputs, returns its outputs like the FX graph would.
     ``compile_segment(gm, example_inputs, name)`` returns the boxed function (one list
-    of inputs) that runs one segment. A value is dropped after the last step reading it.
+    of inputs) that runs one segment. A value is dropped after the last step reading it;
+    a collective's inputs are held until its wait has run, since the process group may
+    still be reading them.
     """
 
     def __init__(
@@ -268,33 +270,32 @@ class SplitGraphFunction:
         self.split = split
         self.placeholders = [n for n in split.gm.graph.nodes if n.op == "placeholder"]
         self.output_node = next(iter(split.gm.graph.find_nodes(op="output")))
-        self.programs = {
-            id(segment): compile_segment(segment.gm, segment.example_inputs(), segment.name)
-            for segment in split.segments
-        }
-        self.release_after = _last_uses(split, self.output_node)
+        # the steps in the order they run: a collective node, or a segment and its program
+        self.steps: list[torch.fx.Node | tuple[Segment, Any]] = []
+        for stage in split.stages:
+            self.steps.extend(stage.collectives)
+            segment = stage.segment
+            if segment is not None:
+                program = compile_segment(segment.gm, segment.example_inputs(), segment.name)
+                self.steps.append((segment, program))
+        self.release_after = _last_uses(self.steps, self.output_node)
 
     def __call__(self, *args: Any) -> Any:
         env: dict[torch.fx.Node, Any] = dict(zip(self.placeholders, args))
         gm = self.split.gm
-        for index, stage in enumerate(self.split.stages):
-            for node in stage.collectives:
-                call_args = torch.fx.node.map_arg(node.args, lambda n: _read(env, gm, n))
-                call_kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: _read(env, gm, n))
-                env[node] = node.target(*call_args, **call_kwargs)
-                self._release(env, ("collective", node))
-            segment = stage.segment
-            if segment is not None:
-                values = [_read(env, gm, n) for n in segment.inputs]
-                results = self.programs[id(segment)](values)
+        for index, step in enumerate(self.steps):
+            if isinstance(step, torch.fx.Node):
+                call_args = torch.fx.node.map_arg(step.args, lambda n: _read(env, gm, n))
+                call_kwargs = torch.fx.node.map_arg(step.kwargs, lambda n: _read(env, gm, n))
+                env[step] = step.target(*call_args, **call_kwargs)
+            else:
+                segment, program = step
+                results = program([_read(env, gm, n) for n in segment.inputs])
                 env.update(zip(segment.outputs, results))
-                self._release(env, ("segment", index))
+            for node in self.release_after.get(index, ()):
+                env.pop(node, None)
         result = torch.fx.node.map_arg(self.output_node.args[0], lambda n: _read(env, gm, n))
         return list(result) if isinstance(result, (tuple, list)) else result
-
-    def _release(self, env: dict, step: tuple) -> None:
-        for node in self.release_after.get(step, ()):
-            env.pop(node, None)
 
 
 def _read(env: dict, gm: torch.fx.GraphModule, node: torch.fx.Node) -> Any:
@@ -303,19 +304,27 @@ def _read(env: dict, gm: torch.fx.GraphModule, node: torch.fx.Node) -> Any:
     return env[node]
 
 
-def _last_uses(split: SplitGraph, output_node: torch.fx.Node) -> dict[tuple, list]:
-    """Step -> the values no later step reads (dropped then, as FX's interpreter does)."""
-    last: dict[torch.fx.Node, tuple] = {}
-    for index, stage in enumerate(split.stages):
-        for node in stage.collectives:
-            for source in node.all_input_nodes:
-                last[source] = ("collective", node)
-        if stage.segment is not None:
-            for source in stage.segment.inputs:
-                last[source] = ("segment", index)
+def _last_uses(steps: list, output_node: torch.fx.Node) -> dict[int, list[torch.fx.Node]]:
+    """Step index -> the values no later step reads (dropped then, as FX's interpreter
+    does). A collective reads its inputs until the last step taking its results (its
+    wait, or the waits of a coalesced result's items)."""
+    position = {step: i for i, step in enumerate(steps) if isinstance(step, torch.fx.Node)}
+    held_until: dict[torch.fx.Node, int] = {}
+    for node in reversed(list(position)):
+        held_until[node] = max(
+            [position[node]] + [held_until[u] for u in node.users if u in held_until]
+        )
+    last: dict[torch.fx.Node, int] = {}
+    for index, step in enumerate(steps):
+        if isinstance(step, torch.fx.Node):
+            for source in step.all_input_nodes:
+                last[source] = max(last.get(source, -1), held_until[step])
+        else:
+            for source in step[0].inputs:
+                last[source] = max(last.get(source, -1), index)
     for source in output_node.all_input_nodes:
         last.pop(source, None)  # returned: kept to the end
-    by_step: dict[tuple, list] = {}
-    for node, step in last.items():
-        by_step.setdefault(step, []).append(node)
+    by_step: dict[int, list[torch.fx.Node]] = {}
+    for node, index in last.items():
+        by_step.setdefault(index, []).append(node)
     return by_step

@@ -114,6 +114,38 @@ def test_collectives_keep_program_order_and_waits_move_to_their_first_reader():
     assert waits == ["all_reduce_default", "all_reduce_default_1"]
 
 
+def test_a_collective_s_input_is_held_until_its_deferred_wait():
+    def build(g):
+        x = g.placeholder("x")
+        x2 = g.call_function(aten.mul.Tensor, (x, 2))
+        a = g.call_function(c10d.all_reduce.default, (x2, "sum", "0"))
+        b = g.call_function(c10d.all_reduce.default, (x2, "max", "0"))
+        b_done = g.call_function(c10d.wait_tensor.default, (b,))
+        b2 = g.call_function(aten.neg.default, (b_done,))
+        c = g.call_function(c10d.all_reduce.default, (b2, "sum", "0"))
+        a_done = g.call_function(c10d.wait_tensor.default, (a,))
+        c_done = g.call_function(c10d.wait_tensor.default, (c,))
+        return [g.call_function(aten.add.Tensor, (a_done, c_done))]
+
+    split = collective_graphs.split_at_collectives(_graph(build), "g")
+    run = collective_graphs.SplitGraphFunction(split, lambda gm, inputs, name: None)
+    names = [s.name if isinstance(s, torch.fx.Node) else s[0].name for s in run.steps]
+    assert names == [
+        "g_part0",
+        "all_reduce_default",  # a
+        "all_reduce_default_1",  # b
+        "wait_tensor_default",  # b's
+        "g_part1",  # overlaps a
+        "all_reduce_default_2",  # c
+        "wait_tensor_default_1",  # a's, deferred
+        "wait_tensor_default_2",
+        "g_part2",
+    ]
+    released = {n.name: i for i, nodes in run.release_after.items() for n in nodes}
+    # mul feeds a, whose wait runs at step 6, after segment 1 (not at step 1 or 2)
+    assert released["mul_tensor"] == names.index("wait_tensor_default_1")
+
+
 def test_an_in_place_write_stays_after_a_collective_reading_the_tensor():
     # copy_ into the input x: the all_reduce issued later reads x first, so the write
     # goes to the segment after it, and waits stay with their collectives.
