@@ -185,14 +185,13 @@ def record_collective(
 
 
 def _placement():
-    """Where ranks sit: the emulated target and LNC (settings), on the target's default
-    instance."""
-    from torchneuron import settings
+    """Where ranks sit: this process's emulated target and LNC, on the target's default
+    instance (ranks are positions on that machine, as the process group numbers them)."""
     from torchneuron.estimate.collectives import Placement
-    from torchneuron.target import topology
+    from torchneuron.target.topology import topology
 
-    chip = topology.parse_target(os.environ.get(settings.TARGET))
-    return Placement(chip.name, topology.parse_lnc(os.environ.get(settings.LNC), chip))
+    current = topology()
+    return Placement(current.target, current.lnc)
 
 
 def _distributed_rank() -> int:

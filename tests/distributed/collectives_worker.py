@@ -71,7 +71,14 @@ def check_all_reduce_async_future(rank, world):
     work = dist.all_reduce(t, async_op=True)
     future = work.get_future()
     work.wait()
-    return {"value": t, "completed": work.is_completed(), "future": future.value()[0]}
+    # The future holds gloo's view of the result: a host alias over t's memory.
+    alias = future.value()[0]
+    return {
+        "value": t,
+        "completed": work.is_completed(),
+        "future": alias.tolist(),
+        "future_shares_memory": alias.data_ptr() == t.untyped_storage().data_ptr(),
+    }
 
 
 def check_all_reduce_after_queued_ops(rank, world):
@@ -273,6 +280,29 @@ def check_device_mesh(rank, world):
     return {"tp": a, "dp": b, "device_type": mesh.device_type}
 
 
+def check_profiled(rank, world):
+    from torchneuron import profiler
+
+    big = torch.ones(256 * 1024, device=DEVICE)
+    with profiler.profile() as prof:
+        dist.all_reduce(big)
+        dist.all_gather_into_tensor(
+            torch.empty(world * 8, device=DEVICE), torch.ones(8, device=DEVICE)
+        )
+    trace = prof.chrome_trace()
+    names = sorted(
+        {e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "process_name"}
+    )
+    return {
+        "collectives": [
+            [c.kind, c.nbytes, list(c.ranks), c.rank, c.estimate.algorithm, c.device_seconds]
+            for c in prof.collectives
+        ],
+        "process_names": names,
+        "table_mentions_all_reduce": "all_reduce" in prof.table(),
+    }
+
+
 CHECKS = {
     "binding": check_binding,
     "all_reduce_sum": _all_reduce(dist.ReduceOp.SUM),
@@ -309,6 +339,7 @@ CHECKS = {
     "functional_all_gather": check_functional_all_gather,
     "functional_reduce_scatter": check_functional_reduce_scatter,
     "device_mesh": check_device_mesh,
+    "profiled": check_profiled,
 }
 
 

@@ -83,6 +83,7 @@ EXPECTED = {
         "value": [float(sum(range(p)))] * 4,
         "completed": True,
         "future": [float(sum(range(p)))] * 4,
+        "future_shares_memory": True,
     },
     "all_reduce_after_queued_ops": lambda r, p: [20.0 * sum(q + 1 for q in range(p))] * 3,
     "all_reduce_coalesced": lambda r, p: [
@@ -169,6 +170,23 @@ def test_device_mesh_sub_meshes_reduce_over_their_own_ranks(results):
         assert found["device_type"] == "neuron"
 
 
+def test_profiler_records_each_collective_with_its_interconnect_estimate(results):
+    from torchneuron.estimate.collectives import Placement, estimate_collective
+
+    world, per_rank = results
+    for rank, result in enumerate(per_rank):
+        found = _value(result, "profiled")
+        expected = []
+        for kind, nbytes in (("all_reduce", 4 * 256 * 1024), ("all_gather", 4 * 8 * world)):
+            estimate = estimate_collective(kind, nbytes, tuple(range(world)), Placement("trn2", 2))
+            expected.append(
+                [kind, nbytes, list(range(world)), rank, estimate.algorithm, estimate.seconds]
+            )
+        assert found["collectives"] == expected
+        assert any(name.startswith(f"rank {rank}") for name in found["process_names"])
+        assert found["table_mentions_all_reduce"]
+
+
 BINDING_SCRIPT = """
 import datetime, sys
 import torch, torch.distributed as dist
@@ -202,6 +220,33 @@ def test_a_local_rank_without_a_core_is_refused(tmp_path):
     assert "LOCAL_RANK=2 has no logical NeuronCore: this process sees 2" in done.stdout, (
         done.stdout[-2000:]
     )
+
+
+TIMEOUT_SCRIPT = """
+import datetime, time
+import torch, torch.distributed as dist
+dist.init_process_group("neuron", timeout=datetime.timedelta(seconds=5))
+if dist.get_rank() == 1:
+    time.sleep(120)  # never joins the collective
+start = time.monotonic()
+try:
+    dist.all_reduce(torch.ones(4, device="neuron"))
+except Exception as error:
+    print(f"FAILED after {time.monotonic() - start:.1f} s: {type(error).__name__}: {error}")
+    raise SystemExit(4)
+"""
+
+
+def test_a_collective_a_peer_never_joins_fails_at_the_timeout(tmp_path):
+    script = tmp_path / "late.py"
+    script.write_text(TIMEOUT_SCRIPT)
+    done = torchrun(script, 2, timeout=200)
+    assert done.returncode != 0
+    failed = [line for line in done.stdout.splitlines() if line.startswith("FAILED after")]
+    assert failed, done.stdout[-2000:] + done.stderr[-2000:]
+    seconds = float(failed[0].split()[2])
+    assert 4.0 <= seconds < 60.0
+    assert "Timed out" in failed[0]
 
 
 def test_one_visible_core_per_rank_binds_device_zero_to_it(tmp_path):

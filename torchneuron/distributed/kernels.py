@@ -9,7 +9,11 @@ device, so gloo reads what they wrote) and calls the same op again, which the
 dispatcher now sends to the CPU kernel and so to gloo. Results land in the device
 tensors' own memory; the op returns the caller's device tensors and gloo's ``Work``.
 
-The returned ``Work``'s future gives the device tensors too. gloo implements every
+The returned ``Work`` is gloo's own, so waiting on it raises gloo's errors (a timeout,
+a lost peer). Its future's value holds the host aliases (CPU tensors over the device
+tensors' memory), not the device tensors: a Work wrapped around a derived future
+would not raise those errors on ``wait()`` (PyTorch's ``_create_work_from_future``
+does not), and a silent wrong result is worse than a CPU-typed view. gloo implements every
 ``ReduceOp`` but ``PREMUL_SUM`` (which PyTorch offers on NCCL only): that one is refused
 with an error that says so.
 
@@ -110,7 +114,7 @@ def _make_kernel(name: str) -> Callable[..., Any]:
         host = [_to_host(value, aliases) for value in values]
         if "reduce_op" in names:
             _check_reduce_op(values[names.index("reduce_op")])
-        result = _with_device_results(_to_device(op(*host), aliases), aliases, name)
+        result = _to_device(op(*host), aliases)
         _report(kind, names, values, size_argument, start)
         return result
 
@@ -178,27 +182,6 @@ def _tensors(value: Any) -> list[torch.Tensor]:
     if isinstance(value, (list, tuple)):
         return [tensor for item in value for tensor in _tensors(item)]
     return []
-
-
-# -- results ---------------------------------------------------------------------
-
-
-def _with_device_results(result: Any, aliases: dict[int, torch.Tensor], name: str) -> Any:
-    """``result`` with its Work's future giving the device tensors, not gloo's aliases
-    (DDP's communication hooks read the reduced bucket from it)."""
-    if not aliases or name == "recv_any_source_":  # that Work's source_rank is needed
-        return result
-    boxed = result[-1] if isinstance(result, tuple) else result
-    work = dist.distributed_c10d.Work.unbox(boxed)
-    try:
-        future = work.get_future()
-    except RuntimeError:
-        return result  # gloo's Work of this op has no future (nor would it on CPU)
-    future = future.then(lambda done: _to_device(done.value(), aliases))
-    device_work = torch._C._distributed_c10d._create_work_from_future(future).boxed()
-    if isinstance(result, tuple):
-        return (*result[:-1], device_work)
-    return device_work
 
 
 # -- profiling -----------------------------------------------------------------
