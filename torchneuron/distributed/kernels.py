@@ -130,8 +130,10 @@ def _serve_cpu(boxed_group: Any) -> None:
     """Make the group's gloo backend serve CPU tensors too, where it does not yet.
 
     A group made by ``init_process_group()`` without a backend maps only the
-    accelerator (``neuron``) to a backend; our kernels run the collective on CPU
-    aliases, which the group must route to the same gloo backend.
+    accelerator (``neuron``) to a backend, and names gloo its default backend type;
+    our kernels run the collective on CPU aliases, which the group must route to the
+    same gloo backend. It is registered for CPU under the GLOO type, which it is, so
+    the default-backend lookups (DDP's logger) find it too.
     """
     process_group = dist.ProcessGroup.unbox(boxed_group)
     name = process_group.group_name
@@ -142,7 +144,7 @@ def _serve_cpu(boxed_group: Any) -> None:
         process_group._get_backend(cpu)
     except RuntimeError:
         backend = process_group._get_backend(torch.device("neuron"))
-        process_group._register_backend(cpu, dist.ProcessGroup.BackendType.CUSTOM, backend)
+        process_group._register_backend(cpu, dist.ProcessGroup.BackendType.GLOO, backend)
     _serving_cpu.add(name)
 
 
