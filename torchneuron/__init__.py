@@ -3,7 +3,7 @@
 The layers, each importing only those before it (docs/architecture.md):
 ``errors``/``settings``/``lru`` -> ``target`` -> ``lowering`` -> ``passes`` ->
 ``estimate`` -> ``neff`` -> ``runtime`` -> ``compiler`` -> ``device`` -> front ends
-(``backend``, ``cli``, ``golden``, ``profiler``, ``conformance``).
+(``backend``, ``cli``, ``golden``, ``profiler``, ``conformance``, ``distributed``).
 
 Importing this package is cheap: it loads no stage. It registers the ``neuron``
 device when torch is already imported (``import torch`` normally registers it
