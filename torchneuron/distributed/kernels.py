@@ -34,8 +34,7 @@ import torch.distributed as dist
 
 from torchneuron.device import _C
 
-# Each overridden op: the collective kind the cost model names, and which arguments
-# are the op's inputs and outputs (by schema name) for counting bytes and scaling.
+# Each overridden op and the collective kind the cost model names it by.
 _OPS: dict[str, str] = {
     "allreduce_": "all_reduce",
     "allreduce_coalesced_": "all_reduce",
