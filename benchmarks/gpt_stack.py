@@ -21,12 +21,12 @@ VOCAB, D, HEADS, LAYERS, BATCH, SEQ = 2048, 256, 4, 4, 4, 128
 
 
 class Block(nn.Module):
-    def __init__(self):
+    def __init__(self, d: int = D, heads: int = HEADS):
         super().__init__()
-        self.ln1 = nn.LayerNorm(D)
-        self.attn = nn.MultiheadAttention(D, HEADS, batch_first=True)
-        self.ln2 = nn.LayerNorm(D)
-        self.mlp = nn.Sequential(nn.Linear(D, 4 * D), nn.GELU(), nn.Linear(4 * D, D))
+        self.ln1 = nn.LayerNorm(d)
+        self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
+        self.ln2 = nn.LayerNorm(d)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
 
     def forward(self, x, mask):
         h = self.ln1(x)
@@ -35,13 +35,23 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    def __init__(self):
+    """The stack at the sizes above, or at the sizes given (the tests' tiny ones)."""
+
+    def __init__(
+        self,
+        vocab: int = VOCAB,
+        d: int = D,
+        heads: int = HEADS,
+        layers: int = LAYERS,
+        seq: int = SEQ,
+    ):
         super().__init__()
-        self.embed = nn.Embedding(VOCAB, D)
-        self.blocks = nn.ModuleList(Block() for _ in range(LAYERS))
-        self.ln = nn.LayerNorm(D)
-        self.head = nn.Linear(D, VOCAB)
-        self.register_buffer("mask", torch.triu(torch.full((SEQ, SEQ), float("-inf")), 1))
+        self.vocab = vocab
+        self.embed = nn.Embedding(vocab, d)
+        self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab)
+        self.register_buffer("mask", torch.triu(torch.full((seq, seq), float("-inf")), 1))
 
     def logits(self, tokens):
         x = self.embed(tokens)
@@ -50,7 +60,7 @@ class GPT(nn.Module):
         return self.head(self.ln(x))
 
     def forward(self, tokens, targets):
-        return F.cross_entropy(self.logits(tokens).view(-1, VOCAB), targets.view(-1))
+        return F.cross_entropy(self.logits(tokens).view(-1, self.vocab), targets.view(-1))
 
 
 class Logits(nn.Module):

@@ -1,0 +1,284 @@
+"""DistributedDataParallel on ``neuron`` tensors, end to end under torchrun.
+
+Each world size is one launch of tests/distributed/ddp_worker.py (every DDP check in
+it): 2 ranks from one ``torchrun --nproc-per-node 2``, 4 ranks as two "nodes" on this
+host (two ``torchrun --nnodes 2 --nproc-per-node 2 --rdzv-backend c10d`` joining one
+rendezvous). The tests train the same tiny GPT-style stack in this process on the CPU on
+the full batch and compare: losses, gradients and weights within float32 tolerance,
+gradients identical on every rank. A third launch kills a rank while the other waits
+in an ``all_reduce``: the survivor must fail with gloo's error, not hang.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.distributed import ddp_worker as worker
+from torchneuron import settings
+
+WORKER = Path(worker.__file__)
+ROOT = WORKER.parents[2]
+LAUNCH_TIMEOUT_S = 240
+TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _environment(**extra: str) -> dict[str, str]:
+    """This process's environment without its own rank variables, plus ``extra``. No op
+    may fall back to the CPU in the ranks: every one runs on the rank's core."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(name, None)
+    env[settings.NO_FALLBACK] = "1"
+    return env | extra
+
+
+def _run_all(commands: list[list[str]], env_per_command: list[dict], timeout: float):
+    """Run the commands at once, each in its own session; kill them all at the timeout.
+    Returns [(exit code, output, seconds)]."""
+    start = time.monotonic()
+    processes = [
+        subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        for command, env in zip(commands, env_per_command, strict=True)
+    ]
+    results = []
+    try:
+        for process in processes:
+            remaining = max(1.0, timeout - (time.monotonic() - start))
+            output, _ = process.communicate(timeout=remaining)
+            results.append((process.returncode, output, time.monotonic() - start))
+    except subprocess.TimeoutExpired:
+        for process in processes:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+        outputs = [process.communicate()[0] or "" for process in processes]
+        pytest.fail(f"launch passed {timeout} s:\n" + "\n".join(o[-3000:] for o in outputs))
+    return results
+
+
+def _torchrun(*arguments: str) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", *arguments]
+
+
+def _load_ranks(out_dir: Path, world: int, launches) -> list[dict]:
+    missing = [r for r in range(world) if not (out_dir / f"rank{r}.pt").exists()]
+    if missing:
+        pytest.fail(
+            f"ranks {missing} wrote no results:\n"
+            + "\n".join(output[-4000:] for _, output, _ in launches)
+        )
+    return [torch.load(out_dir / f"rank{r}.pt") for r in range(world)]
+
+
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory) -> list[dict]:
+    out_dir = tmp_path_factory.mktemp("ddp2")
+    command = _torchrun(
+        "--nproc-per-node", "2", "--master-port", str(_free_port()),
+        str(WORKER), "train", str(out_dir),
+    )  # fmt: skip
+    launches = _run_all([command], [_environment()], LAUNCH_TIMEOUT_S)
+    return _load_ranks(out_dir, 2, launches)
+
+
+@pytest.fixture(scope="module")
+def four_ranks_on_two_nodes(tmp_path_factory) -> list[dict]:
+    """Two torchrun "nodes" on this host joining one c10d rendezvous: 4 ranks."""
+    out_dir = tmp_path_factory.mktemp("ddp4")
+    endpoint = f"localhost:{_free_port()}"
+    command = _torchrun(
+        "--nnodes", "2", "--nproc-per-node", "2", "--rdzv-backend", "c10d",
+        "--rdzv-endpoint", endpoint, "--rdzv-id", "ddp4",
+        str(WORKER), "train", str(out_dir),
+    )  # fmt: skip
+    launches = _run_all([command, command], [_environment()] * 2, LAUNCH_TIMEOUT_S)
+    return _load_ranks(out_dir, 4, launches)
+
+
+@pytest.fixture(scope="module", params=["two_ranks", "four_ranks_on_two_nodes"])
+def ranks(request) -> list[dict]:
+    return request.getfixturevalue(request.param)
+
+
+# -- the single-process reference --------------------------------------------------
+
+
+def _reference_training(batches, steps_per_batch: int = 1):
+    """SGD on the full batches in one process on the CPU: losses, first gradients and
+    final weights."""
+    model = worker.make_model()
+    opt = torch.optim.SGD(model.parameters(), lr=worker.LR)
+    losses, first_grads = [], None
+    for tokens, targets in batches:
+        loss = model(tokens, targets)
+        loss.backward()
+        if first_grads is None:
+            first_grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+        opt.step()
+        opt.zero_grad()
+        losses.append(loss.detach())
+    params = {n: p.detach().clone() for n, p in model.named_parameters()}
+    return torch.stack(losses), first_grads, params
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return _reference_training(worker.make_batches(worker.STEPS))
+
+
+def _assert_close(actual: dict, expected: dict, what: str) -> None:
+    assert actual.keys() == expected.keys()
+    for name in expected:
+        label = f"{what} {name}"
+        torch.testing.assert_close(
+            actual[name], expected[name], **TOLERANCE, msg=lambda m, label=label: f"{label}: {m}"
+        )
+
+
+def _check(ranks: list[dict], name: str) -> list[dict]:
+    results = [rank[name] for rank in ranks]
+    errors = [r["error"] for r in results if "error" in r]
+    assert not errors, f"{name} failed: {errors[0]}"
+    return results
+
+
+def _assert_identical_across_ranks(results: list[dict], key: str) -> None:
+    for rank, result in enumerate(results[1:], start=1):
+        for name, tensor in results[0][key].items():
+            assert torch.equal(result[key][name], tensor), f"{key} {name}: rank {rank} != 0"
+
+
+# -- the checks ----------------------------------------------------------------------
+
+
+def test_each_rank_runs_the_neuron_backend_on_its_own_core(ranks):
+    world = len(ranks)
+    assert [r["world"] for r in ranks] == [world] * world
+    # the group was made without a backend name: neuron tensors found "neuron"
+    assert {r["backend"] for r in ranks} == {"neuron:neuron"}
+    if world == 2:
+        assert [r["device"] for r in ranks] == [0, 1]
+    else:  # two nodes of 2 local ranks each
+        assert [(r["node"], r["device"]) for r in ranks] == [
+            ("0", 0), ("0", 1), ("1", 0), ("1", 1)
+        ]  # fmt: skip
+
+
+def test_ddp_losses_equal_single_process_training_on_the_full_batch(ranks, reference):
+    losses, _, _ = reference
+    results = _check(ranks, "bucketed")
+    mean_over_ranks = torch.stack([r["losses"] for r in results]).mean(0)
+    torch.testing.assert_close(mean_over_ranks, losses, **TOLERANCE)
+    # each rank saw only its shard: its own loss differs from the global one
+    assert not torch.allclose(results[0]["losses"], losses, **TOLERANCE)
+
+
+def test_ddp_gradients_are_the_full_batch_gradients_and_identical_on_every_rank(ranks, reference):
+    _, grads, _ = reference
+    results = _check(ranks, "bucketed")
+    _assert_close(results[0]["grads"], grads, "gradient")
+    _assert_identical_across_ranks(results, "grads")
+
+
+def test_ddp_weights_after_training_equal_single_process_training(ranks, reference):
+    _, _, params = reference
+    results = _check(ranks, "bucketed")
+    _assert_close(results[0]["params"], params, "weight")
+    _assert_identical_across_ranks(results, "params")
+
+
+def test_ddp_reduces_the_gradients_in_several_buckets(ranks):
+    results = _check(ranks, "bucketed")
+    assert all(r["buckets"] > 2 for r in results), [r["buckets"] for r in results]
+
+
+def test_gradient_as_bucket_view_trains_the_same_and_its_gradients_view_the_buckets(
+    ranks, reference
+):
+    losses, grads, params = reference
+    results = _check(ranks, "gradient_as_bucket_view")
+    torch.testing.assert_close(
+        torch.stack([r["losses"] for r in results]).mean(0), losses, **TOLERANCE
+    )
+    _assert_close(results[0]["grads"], grads, "gradient")
+    _assert_close(results[0]["params"], params, "weight")
+    _assert_identical_across_ranks(results, "grads")
+    for r in results:  # one storage per bucket, not one per parameter
+        assert r["grad_storages"] == r["buckets"] < r["parameters"]
+
+
+def test_no_sync_accumulation_equals_one_step_on_the_larger_batch(ranks):
+    results = _check(ranks, "no_sync")
+    world = len(results)
+    first, second = worker.make_batches(2)
+    # Under no_sync each rank keeps its own micro-batch gradient (half of it: the
+    # losses are divided by the 2 micro-batches), not yet reduced.
+    for rank, result in enumerate(results):
+        model = worker.make_model()
+        tokens, targets = (t.cpu() for t in worker.shard(first, rank, world))
+        (model(tokens, targets) / 2).backward()
+        local = {n: p.grad for n, p in model.named_parameters()}
+        _assert_close(result["unsynced_grads"], local, f"rank {rank} unsynced gradient")
+    # After the synchronised backward: one step on both batches together.
+    both = (torch.cat([first[0], second[0]]), torch.cat([first[1], second[1]]))
+    _, grads, params = _reference_training([both])
+    _assert_close(results[0]["grads"], grads, "accumulated gradient")
+    _assert_close(results[0]["params"], params, "weight")
+    _assert_identical_across_ranks(results, "grads")
+
+
+# -- a rank killed mid-collective ---------------------------------------------------
+
+
+def test_a_rank_killed_mid_all_reduce_makes_the_other_fail_within_the_timeout(tmp_path):
+    """Ranks started as torchrun starts them (its environment), so the test sees each
+    process's own exit: the last rank is killed by SIGKILL while rank 0 waits in an
+    all_reduce; rank 0 must raise gloo's error well within the group's timeout."""
+    port, world = str(_free_port()), 2
+    command = [sys.executable, str(WORKER), "kill", str(tmp_path)]
+    envs = [
+        _environment(
+            MASTER_ADDR="127.0.0.1",
+            MASTER_PORT=port,
+            RANK=str(r),
+            LOCAL_RANK=str(r),
+            WORLD_SIZE=str(world),
+            LOCAL_WORLD_SIZE=str(world),
+        )  # fmt: skip
+        for r in range(world)
+    ]
+    (survivor_code, survivor_output, survivor_s), (killed_code, _, _) = _run_all(
+        [command] * world, envs, LAUNCH_TIMEOUT_S
+    )
+    assert killed_code == -signal.SIGKILL
+    assert survivor_code != 0, survivor_output[-3000:]
+    report_file = tmp_path / "survivor0.json"
+    assert report_file.exists(), survivor_output[-3000:]
+    report = json.loads(report_file.read_text())
+    assert "Connection closed by peer" in report["error"] or "imed out" in report["error"]
+    assert report["seconds"] < worker.KILL_TIMEOUT_S + 10
+    assert report["error"].splitlines()[0] in survivor_output  # the process says why
+    assert survivor_s < LAUNCH_TIMEOUT_S / 2
