@@ -33,23 +33,11 @@ STEPS = 3
 LR = 0.5
 
 
-def gpt_stack():
-    """benchmarks/gpt_stack.py, sized down (its classes read the module's constants)."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    benchmarks = os.path.join(os.path.dirname(os.path.dirname(here)), "benchmarks")
-    if benchmarks not in sys.path:
-        sys.path.insert(0, benchmarks)
-    import gpt_stack as stack
-
-    stack.VOCAB, stack.D, stack.HEADS, stack.LAYERS, stack.SEQ = VOCAB, D, HEADS, LAYERS, SEQ
-    stack.BATCH = GLOBAL_BATCH
-    return stack
-
-
 def build_gpt(seed: int = 0) -> nn.Module:
-    stack = gpt_stack()
+    from benchmarks.gpt_stack import GPT
+
     torch.manual_seed(seed)
-    return stack.GPT()
+    return GPT(VOCAB, D, HEADS, LAYERS, SEQ)
 
 
 def gpt_batch() -> tuple[torch.Tensor, torch.Tensor]:
@@ -172,7 +160,7 @@ def check_fsdp2_gpt_bf16(rank, world):
         fully_shard(block, mp_policy=policy, reshard_after_forward=True)
     fully_shard(model, mp_policy=policy, reshard_after_forward=True)
     local_numel = {name: p.to_local().numel() for name, p in model.named_parameters()}
-    full_numel = {name: p.numel() for name, p in model.named_parameters()}
+    full_shapes = {name: list(p.shape) for name, p in model.named_parameters()}
 
     # Inside block 0's MLP forward: its weight is the unsharded bf16 tensor.
     seen: dict[str, object] = {}
@@ -201,6 +189,9 @@ def check_fsdp2_gpt_bf16(rank, world):
             after_forward_nbytes = seen.pop("weight").untyped_storage().nbytes()
         losses.append(loss)
         loss.backward()
+        if step == 0:
+            grad_dtypes = {str(p.grad.dtype) for p in model.parameters()}
+            param_dtypes = {str(p.dtype) for p in model.parameters()}
         optimizer.step()
         optimizer.zero_grad()
     from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
@@ -210,7 +201,9 @@ def check_fsdp2_gpt_bf16(rank, world):
         "losses": [float(loss.detach()) for loss in losses],
         "loss_dtype": str(losses[0].dtype),
         "local_numel": local_numel,
-        "full_numel": full_numel,
+        "full_shapes": full_shapes,
+        "grad_dtypes": sorted(grad_dtypes),
+        "param_dtypes": sorted(param_dtypes),
         "devices": _on_neuron(model),
         "after_forward_nbytes": after_forward_nbytes,
         **seen,
@@ -414,6 +407,73 @@ def check_dcp_save_4_load_2(rank, world, ckpt):
     }
 
 
+def check_dcp_load_into_tensor_parallel(rank, world, ckpt):
+    """World 2 loads the 4 FSDP shards into a tensor-parallel model: Colwise/Rowwise
+    shards (dims 0 and 1) instead of FSDP's dim-0 quarters."""
+    if world != 2:
+        return None
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+    from torch.distributed.tensor.parallel import (
+        ColwiseParallel,
+        RowwiseParallel,
+        parallelize_module,
+    )
+
+    model = build(TinyBlock, seed=20).to(DEVICE)
+    plan = {
+        "attn.q": ColwiseParallel(),
+        "attn.k": ColwiseParallel(),
+        "attn.v": ColwiseParallel(),
+        "attn.out": RowwiseParallel(),
+        "mlp.up": ColwiseParallel(),
+        "mlp.down": RowwiseParallel(),
+    }
+    parallelize_module(model, _mesh(world), plan)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    model(dense_input(11, 2, SEQ, D).to(DEVICE)).square().mean().backward()
+    optimizer.step()  # Adam state exists (and differs from the checkpoint's)
+    optimizer.zero_grad()
+    model_state, optim_state = get_state_dict(model, optimizer)
+    state = {"model": model_state, "optim": optim_state}
+    dcp.load(state, checkpoint_id=ckpt)
+    set_state_dict(
+        model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"]
+    )
+    return {
+        "loaded": _full_state(model, optimizer),
+        "placements": {n: [str(p) for p in t.placements] for n, t in model.named_parameters()},
+    }
+
+
+def _fsdp_mlp_grads(world, factor: float, force_sum: bool):
+    from torch.distributed.fsdp import fully_shard
+
+    model = build(MLP).to(DEVICE)
+    fully_shard(model)
+    model.set_gradient_divide_factor(factor)
+    model.set_force_sum_reduction_for_comms(force_sum)
+    rank = torch.distributed.get_rank()
+    x = dense_input(12 + rank, 2, SEQ, D).to(DEVICE)
+    model(x).square().sum().backward()
+    return _full_grads(model)
+
+
+def check_fsdp2_divide_factor_with_sum_reduction(rank, world):
+    """A custom gradient divide factor, reduced with SUM and divided after."""
+    return _fsdp_mlp_grads(world, 3.0, force_sum=True)
+
+
+def check_fsdp2_divide_factor_premul_sum_refused(rank, world):
+    """Without forcing SUM, FSDP2 asks for PREMUL_SUM, which gloo lacks: a clear error
+    on every rank, before any rank enters the collective."""
+    try:
+        _fsdp_mlp_grads(world, 3.0, force_sum=False)
+    except RuntimeError as error:
+        return {"raised": str(error)}
+    return {"raised": None}
+
+
 CHECKS = {
     "fsdp2_gpt_bf16": check_fsdp2_gpt_bf16,
     "tp_mlp": check_tp_mlp,
@@ -430,6 +490,12 @@ def main(out_dir: str, ckpt: str, only: list[str]) -> None:
     rank, world = dist.get_rank(), dist.get_world_size()
     checks = dict(CHECKS)
     checks["dcp_save_4_load_2"] = lambda r, w: check_dcp_save_4_load_2(r, w, ckpt)
+    checks["dcp_load_into_tensor_parallel"] = lambda r, w: check_dcp_load_into_tensor_parallel(
+        r, w, ckpt
+    )
+    checks["fsdp2_divide_factor_with_sum_reduction"] = check_fsdp2_divide_factor_with_sum_reduction
+    # Last: it leaves that model's backward half done.
+    checks["fsdp2_divide_factor_premul_sum_refused"] = check_fsdp2_divide_factor_premul_sum_refused
     results = {}
     for name, check in checks.items():
         if only and name not in only:

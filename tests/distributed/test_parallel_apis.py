@@ -2,13 +2,15 @@
 
 One ``torchrun`` launch per world size runs every check of parallel_worker.py (world 4
 first: it saves the checkpoint that world 2 loads); each rank writes its results to a
-JSON file. The tests compute the single-process references here, on the NeuronCore,
-from the same weights and inputs, and compare.
+JSON file; TORCHNEURON_NO_FALLBACK=1 holds in the ranks. The tests compute the
+single-process references here, on the NeuronCore, from the same weights and inputs,
+and compare.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import socket
@@ -21,6 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from tests.distributed import parallel_worker as worker
+from torchneuron import settings
 
 WORLD_SIZES = (4, 2)  # 4 saves the checkpoint that 2 loads
 LAUNCH_TIMEOUT_S = 300
@@ -46,7 +49,9 @@ def _launch(world: int, out_dir: Path, ckpt: Path) -> list[dict]:
         str(out_dir),
         str(ckpt),
     ]
+    # No op may run on the CPU in the ranks: every one ran on the rank's NeuronCore.
     env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
+    env[settings.NO_FALLBACK] = "1"
     process = subprocess.Popen(
         command,
         cwd=REPO,
@@ -155,15 +160,15 @@ def test_fsdp2_shards_each_parameter_over_the_ranks(results, world):
     for rank in range(world):
         value = _value(results, world, "fsdp2_gpt_bf16", rank)
         assert set(value["devices"].values()) == {"neuron"}
-        for name, full in value["full_numel"].items():
-            # dim-0 sharding: every rank holds ceil(rows / world) rows or fewer
-            assert value["local_numel"][name] <= -(-full // world), name
-        assert sum(value["local_numel"].values()) * world >= sum(value["full_numel"].values())
-        total = sum(
-            _value(results, world, "fsdp2_gpt_bf16", r)["local_numel"]["embed.weight"]
-            for r in range(world)
-        )
-        assert total == value["full_numel"]["embed.weight"]
+        for name, shape in value["full_shapes"].items():
+            # dim 0 split as torch.chunk does: ceil(rows / world) rows per rank
+            rows = shape[0]
+            chunk = -(-rows // world)
+            mine = max(0, min(chunk, rows - rank * chunk))
+            assert value["local_numel"][name] == mine * math.prod(shape[1:]), name
+        # fp32 master shards, bf16 only for compute, gradients reduced in fp32
+        assert value["param_dtypes"] == ["torch.float32"]
+        assert value["grad_dtypes"] == ["torch.float32"]
 
 
 @pytest.mark.parametrize("world", WORLD_SIZES)
@@ -293,6 +298,15 @@ def test_dcp_saved_from_4_ranks_loads_into_2_ranks_with_equal_state(results):
         assert set(value["devices"].values()) == {"neuron"}
 
 
+def test_dcp_loads_fsdp_shards_into_a_tensor_parallel_model(results):
+    saved = _value(results, 4, "dcp_save_4_load_2")["saved"]
+    for rank in range(2):
+        value = _value(results, 2, "dcp_load_into_tensor_parallel", rank)
+        _assert_equal_state(value["loaded"], saved)
+        assert value["placements"]["mlp.up.weight"] == ["S(0)"]
+        assert value["placements"]["mlp.down.weight"] == ["S(1)"]
+
+
 def test_dcp_load_is_a_resharding_from_quarters_to_halves(results):
     saved = _value(results, 4, "dcp_save_4_load_2")
     loaded = _value(results, 2, "dcp_save_4_load_2")
@@ -300,3 +314,25 @@ def test_dcp_load_is_a_resharding_from_quarters_to_halves(results):
     full = 4 * worker.D * worker.D
     assert saved["local_numel"][weight] == full // 4
     assert loaded["local_numel"][weight] == full // 2
+
+
+# -- gradient divide factor ------------------------------------------------------
+
+
+@pytest.mark.parametrize("world", WORLD_SIZES)
+def test_fsdp2_custom_divide_factor_with_sum_reduction(results, world):
+    model = worker.build(worker.MLP).to(DEVICE)
+    for rank in range(world):
+        x = worker.dense_input(12 + rank, 2, worker.SEQ, worker.D).to(DEVICE)
+        model(x).square().sum().backward()
+    for rank in range(world):
+        grads = _value(results, world, "fsdp2_divide_factor_with_sum_reduction", rank)
+        for name, p in model.named_parameters():
+            _close(grads[name], p.grad / 3.0, what=f"rank {rank} {name} grad")
+
+
+@pytest.mark.parametrize("world", WORLD_SIZES)
+def test_fsdp2_divide_factor_needing_premul_sum_fails_with_a_clear_error(results, world):
+    for rank in range(world):
+        raised = _value(results, world, "fsdp2_divide_factor_premul_sum_refused", rank)["raised"]
+        assert raised is not None and "PREMUL_SUM" in raised and "SUM" in raised
