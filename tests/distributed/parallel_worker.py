@@ -303,6 +303,17 @@ def check_sequence_parallel_norm_attention(rank, world):
 # -- 2-D mesh: FSDP over dp, TP over tp -------------------------------------------
 
 
+def tiny_block_tp_plan() -> dict:
+    """TinyBlock's tensor-parallel plan: Colwise q/k/v and MLP up, Rowwise out and down."""
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel
+
+    colwise = ("attn.q", "attn.k", "attn.v", "mlp.up")
+    return {name: ColwiseParallel() for name in colwise} | {
+        "attn.out": RowwiseParallel(),
+        "mlp.down": RowwiseParallel(),
+    }
+
+
 def check_fsdp_tp_2d(rank, world):
     """dp x tp = 2 x 2: TP plan on the tp sub-mesh, fully_shard over dp; one SGD step
     on the dp rank's half of the batch (the tp pair shares it)."""
@@ -311,21 +322,12 @@ def check_fsdp_tp_2d(rank, world):
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
     from torch.distributed.tensor.parallel import (
-        ColwiseParallel,
-        RowwiseParallel,
         parallelize_module,
     )
 
     mesh = init_device_mesh(DEVICE, (2, 2), mesh_dim_names=("dp", "tp"))
     model = build(TinyBlock).to(DEVICE)
-    plan = {
-        "attn.q": ColwiseParallel(),
-        "attn.k": ColwiseParallel(),
-        "attn.v": ColwiseParallel(),
-        "attn.out": RowwiseParallel(),
-        "mlp.up": ColwiseParallel(),
-        "mlp.down": RowwiseParallel(),
-    }
+    plan = tiny_block_tp_plan()
     parallelize_module(model, mesh["tp"], plan)
     fully_shard(model, mesh=mesh["dp"])
     dp = mesh["dp"].get_local_rank()
@@ -415,20 +417,11 @@ def check_dcp_load_into_tensor_parallel(rank, world, ckpt):
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
     from torch.distributed.tensor.parallel import (
-        ColwiseParallel,
-        RowwiseParallel,
         parallelize_module,
     )
 
     model = build(TinyBlock, seed=20).to(DEVICE)
-    plan = {
-        "attn.q": ColwiseParallel(),
-        "attn.k": ColwiseParallel(),
-        "attn.v": ColwiseParallel(),
-        "attn.out": RowwiseParallel(),
-        "mlp.up": ColwiseParallel(),
-        "mlp.down": RowwiseParallel(),
-    }
+    plan = tiny_block_tp_plan()
     parallelize_module(model, _mesh(world), plan)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     model(dense_input(11, 2, SEQ, D).to(DEVICE)).square().mean().backward()
