@@ -9,8 +9,8 @@ explicit ``import torchneuron`` registers then). It must never break
 tell it how many cores the topology has; rename PrivateUse1 to ``neuron``;
 install the native hooks (generators, pinned memory, storage resize) and the
 allocator's HBM accounting; generate ``Tensor.neuron()``/``Module.neuron()``;
-register ``torch.neuron``; install the queues' sync hook, the fuser, the op kernels and
-autocast.
+register ``torch.neuron``; install the queues' sync hook, the fuser, the op kernels, the
+sparse kernels and autocast.
 """
 
 from __future__ import annotations
@@ -85,11 +85,12 @@ def _register() -> None:
 
     if getattr(torch, DEVICE_NAME, None) is not module:
         torch._register_device_module(DEVICE_NAME, module)
-    from torchneuron.device import autocast, dispatch, fusion, streams
+    from torchneuron.device import autocast, dispatch, fusion, sparse, streams
 
     streams.install()
     fusion.install()
     dispatch.install()
+    sparse.install()
     autocast.install()
 
 
