@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from torchneuron.device import _C, arrays, fallback, stream_api, streams
+from torchneuron.device import _C, arrays, complex_route, fallback, stream_api, streams
 from torchneuron.device.host import run_on_host
 from torchneuron.device.launch import Launch
 from torchneuron.device.plan import (
@@ -89,7 +89,10 @@ def _unload(key: tuple, entry: Entry | HostOnly) -> None:
         eager.forget(entry.compiled)
 
 
-# call signature -> Entry or HostOnly
+# The entry of a call signature with complex values (``complex_route``).
+COMPLEX_VALUES = HostOnly("complex values run as real pairs")
+
+# call signature -> Entry, HostOnly or COMPLEX_VALUES
 cache: LRU[tuple, Entry | HostOnly] = LRU(COMPILED_CACHE_ENTRIES, on_evict=_unload)
 
 
@@ -98,6 +101,11 @@ def run_compiled(
 ) -> Any:
     """Run one call (``device``, ``key``, ``tensors``, ``scalars`` from ``plan.flatten``)."""
     entry = cache.get(key)
+    if entry is None and complex_route.touches_complex(plan, values):
+        entry = COMPLEX_VALUES  # real ops on real pairs (complex_route)
+        cache.put(key, entry)
+    if entry is COMPLEX_VALUES:
+        return complex_route.run_complex(plan, values, tensors, device)
     if entry is None:
         try:
             entry = _compile(plan, values, key, tensors, scalars, device)

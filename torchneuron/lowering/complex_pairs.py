@@ -1,0 +1,546 @@
+"""Complex values as real pairs, and FFTs as DFT matrix products.
+
+The NeuronCore has no complex arithmetic and no FFT unit, and torch-mlir lowers no
+complex op to StableHLO. So a complex tensor is carried as two real tensors of its
+component dtype (``Pair(re, im)``: complex64 -> two float32 tensors), and every op on
+complex values is rewritten into real ops on the pairs (``RULES``): a product is four
+real products and two sums, a complex matmul four real matmuls on TensorE, and a
+discrete Fourier transform along a dimension of size ``n`` a product with the
+``n x n`` DFT matrix (cos and sin halves, built in float64 from ``(j*k) mod n`` and
+rounded once), so the cost model sees the matmuls the chip would run.
+
+The rules of the FFT ops live in ``fft_dft.py``, the graph retrace in
+``complex_graph.py``. Two users:
+
+- torch.compile (``complex_graph.PairedGraph``): an ATen graph with complex inputs, values or
+  outputs is retraced over real inputs (each complex input as its ``view_as_real``
+  pair) with every complex node replaced by its rule; the all-real graph is compiled
+  as any other, and complex outputs are returned as ``view_as_complex`` of the pair.
+- eager mode (``torchneuron.device.complex_route``): the rule of the op is called on
+  the device tensors' pairs (``view_as_real`` views), so each real op of the rule runs
+  natively on the device.
+
+Why this file is long: it is one table, a rule of a few lines per ATen op (the
+arithmetic, the componentwise and creation ops); splitting it would scatter the table.
+
+An op with complex values and no rule here is not lowered (``has_rule`` is False):
+eager mode runs it on the CPU (listed by ``get_fallback_ops``), torch.compile keeps
+the graph on the CPU or refuses it under ``TORCHNEURON_NO_FALLBACK=1``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+aten = torch.ops.aten
+
+# complex dtype -> the real dtype of its components
+COMPONENT = {
+    torch.complex32: torch.float16,
+    torch.complex64: torch.float32,
+    torch.complex128: torch.float64,
+}
+COMPLEX_OF = {real: cplx for cplx, real in COMPONENT.items()}
+
+
+class Pair:
+    """A complex tensor as its real and imaginary parts (real tensors of one shape)."""
+
+    __slots__ = ("im", "re")
+
+    def __init__(self, re: torch.Tensor, im: torch.Tensor):
+        self.re = re
+        self.im = im
+
+    @property
+    def shape(self):
+        return self.re.shape
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return COMPLEX_OF[self.re.dtype]
+
+    def dim(self) -> int:
+        return self.re.dim()
+
+    def stacked(self) -> torch.Tensor:
+        """The ``view_as_real`` layout: ``[..., 2]``."""
+        return torch.stack([self.re, self.im], -1)
+
+    @staticmethod
+    def of_stacked(ri: torch.Tensor) -> Pair:
+        return Pair(ri.select(-1, 0), ri.select(-1, 1))
+
+
+def is_complex_value(value: Any) -> bool:
+    if isinstance(value, Pair):
+        return True
+    if isinstance(value, torch.Tensor):
+        return value.dtype.is_complex
+    if isinstance(value, (list, tuple)):
+        return any(is_complex_value(v) for v in value)
+    return isinstance(value, complex) or (isinstance(value, torch.dtype) and value.is_complex)
+
+
+def _parts(value: Any) -> tuple[Any, Any]:
+    """(re, im) of a Pair, a real tensor (im 0) or a number; ``None`` stands for zero."""
+    if isinstance(value, Pair):
+        return value.re, value.im
+    if isinstance(value, complex):
+        return value.real, value.imag
+    return value, None
+
+
+def _add(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+def _sub(a, b):
+    if b is None:
+        return a
+    if a is None:
+        return -b
+    return a - b
+
+
+def _mul(a, b):
+    if a is None or b is None:
+        return None
+    if isinstance(b, (int, float)) and b == 0 and not isinstance(a, (int, float)):
+        return None
+    return a * b
+
+
+def _zeros(like: torch.Tensor) -> torch.Tensor:
+    return torch.zeros_like(like)
+
+
+def _pair(re, im) -> Pair:
+    """A Pair from parts where one may be ``None`` (zero) or a number."""
+    if not isinstance(re, torch.Tensor) and not isinstance(im, torch.Tensor):
+        raise TypeError("a complex result needs a tensor part")
+    ref = re if isinstance(re, torch.Tensor) else im
+    if re is None:
+        re = _zeros(ref)
+    elif not isinstance(re, torch.Tensor):
+        re = torch.full_like(ref, re)
+    if im is None:
+        im = _zeros(ref)
+    elif not isinstance(im, torch.Tensor):
+        im = torch.full_like(ref, im)
+    if re.shape != im.shape:
+        shape = torch.broadcast_shapes(re.shape, im.shape)
+        re, im = re.expand(shape), im.expand(shape)
+    return Pair(re, im)
+
+
+# ---------------------------------------------------------------------------
+# The rules: ATen op -> function over values where complex tensors are Pairs
+# ---------------------------------------------------------------------------
+
+RULES: dict[Any, Callable] = {}
+
+
+def rule(*ops):
+    def register(fn):
+        for op in ops:
+            RULES[op] = fn
+        return fn
+
+    return register
+
+
+def has_rule(op) -> bool:
+    return op in RULES or op in COMPONENTWISE or op in CREATION
+
+
+def _alpha(b, alpha):
+    if alpha is None or alpha == 1:
+        return b
+    if isinstance(b, Pair):
+        ar, ai = _parts(alpha)
+        return _complex_mul(b, alpha) if ai else Pair(b.re * ar, b.im * ar)
+    return b * alpha
+
+
+@rule(aten.add.Tensor, aten.add.Scalar)
+def _add_rule(a, b, alpha=1):
+    b = _alpha(b, alpha)
+    ar, ai = _parts(a)
+    br, bi = _parts(b)
+    return _pair(_add(ar, br), _add(ai, bi))
+
+
+@rule(aten.sub.Tensor, aten.sub.Scalar)
+def _sub_rule(a, b, alpha=1):
+    b = _alpha(b, alpha)
+    ar, ai = _parts(a)
+    br, bi = _parts(b)
+    return _pair(_sub(ar, br), _sub(ai, bi))
+
+
+@rule(aten.rsub.Tensor, aten.rsub.Scalar)
+def _rsub_rule(a, b, alpha=1):
+    return _sub_rule(b, a, alpha) if alpha == 1 else _sub_rule(b, _alpha(a, alpha))
+
+
+def _complex_mul(a, b) -> Pair:
+    ar, ai = _parts(a)
+    br, bi = _parts(b)
+    return _pair(_sub(_mul(ar, br), _mul(ai, bi)), _add(_mul(ar, bi), _mul(ai, br)))
+
+
+@rule(aten.mul.Tensor, aten.mul.Scalar)
+def _mul_rule(a, b):
+    return _complex_mul(a, b)
+
+
+@rule(aten.div.Tensor, aten.div.Scalar)
+def _div_rule(a, b):
+    br, bi = _parts(b)
+    if bi is None or (isinstance(bi, (int, float)) and bi == 0):
+        ar, ai = _parts(a)
+        return _pair(ar / br, None if ai is None else ai / br)
+    # Smith's scaling (as PyTorch's c10::complex division): no overflow of |b|^2
+    ar, ai = _parts(a)
+    if not isinstance(br, torch.Tensor):
+        br = torch.full_like(bi, br)
+    if not isinstance(bi, torch.Tensor):
+        bi = torch.full_like(br, bi)
+    ar = torch.zeros_like(br) if ar is None else ar
+    ai = torch.zeros_like(br) if ai is None else ai
+    wide = br.abs() >= bi.abs()
+    safe_br = torch.where(wide, br, bi)
+    safe_bi = torch.where(wide, bi, br)
+    ratio = safe_bi / safe_br
+    denominator = safe_br + safe_bi * ratio
+    re_wide = (ar + ai * ratio) / denominator
+    im_wide = (ai - ar * ratio) / denominator
+    re_tall = (ar * ratio + ai) / denominator
+    im_tall = (ai * ratio - ar) / denominator
+    return _pair(torch.where(wide, re_wide, re_tall), torch.where(wide, im_wide, im_tall))
+
+
+@rule(aten.reciprocal.default)
+def _reciprocal_rule(a):
+    return _div_rule(_pair(torch.ones_like(a.re), None), a)
+
+
+@rule(aten.neg.default)
+def _neg_rule(a):
+    return Pair(-a.re, -a.im)
+
+
+@rule(aten._conj.default, aten.conj_physical.default, aten.conj.default)
+def _conj_rule(a):
+    return Pair(a.re, -a.im) if isinstance(a, Pair) else a
+
+
+@rule(aten.resolve_conj.default, aten.resolve_neg.default)
+def _resolve_rule(a):
+    return a
+
+
+@rule(aten.abs.default)
+def _abs_rule(a):
+    return torch.hypot(a.re, a.im)
+
+
+@rule(aten.angle.default)
+def _angle_rule(a):
+    if not isinstance(a, Pair):
+        return NotImplemented
+    return torch.atan2(a.im, a.re)
+
+
+@rule(aten.sgn.default)
+def _sgn_rule(a):
+    magnitude = torch.hypot(a.re, a.im)
+    zero = magnitude == 0
+    safe = torch.where(zero, torch.ones_like(magnitude), magnitude)
+    return Pair(
+        torch.where(zero, torch.zeros_like(a.re), a.re / safe),
+        torch.where(zero, torch.zeros_like(a.im), a.im / safe),
+    )
+
+
+@rule(aten.exp.default)
+def _exp_rule(a):
+    scale = torch.exp(a.re)
+    return Pair(scale * torch.cos(a.im), scale * torch.sin(a.im))
+
+
+@rule(aten.log.default)
+def _log_rule(a):
+    return Pair(torch.log(torch.hypot(a.re, a.im)), torch.atan2(a.im, a.re))
+
+
+@rule(aten.real.default)
+def _real_rule(a):
+    return a.re
+
+
+@rule(aten.imag.default)
+def _imag_rule(a):
+    return a.im
+
+
+@rule(aten.view_as_real.default)
+def _view_as_real_rule(a):
+    return a.stacked()
+
+
+@rule(aten.view_as_complex.default)
+def _view_as_complex_rule(ri):
+    return Pair.of_stacked(ri)
+
+
+@rule(aten.complex.default)
+def _complex_rule(re, im):
+    return _pair(re, im)
+
+
+@rule(aten.polar.default)
+def _polar_rule(magnitude, angle):
+    return _pair(magnitude * torch.cos(angle), magnitude * torch.sin(angle))
+
+
+def _matmul_like(fn):
+    def product(a, b):
+        ar, ai = _parts(a)
+        br, bi = _parts(b)
+        re = _sub(_prod(fn, ar, br), _prod(fn, ai, bi))
+        im = _add(_prod(fn, ar, bi), _prod(fn, ai, br))
+        return _pair(re, im)
+
+    return product
+
+
+def _prod(fn, x, y):
+    if x is None or y is None:
+        return None
+    return fn(x, y)
+
+
+for _op, _fn in (
+    (aten.mm.default, torch.mm),
+    (aten.bmm.default, torch.bmm),
+    (aten.mv.default, torch.mv),
+    (aten.matmul.default, torch.matmul),
+    (aten.dot.default, torch.dot),
+):
+    RULES[_op] = _matmul_like(_fn)
+
+
+@rule(aten.addmm.default)
+def _addmm_rule(bias, a, b, beta=1, alpha=1):
+    product = _alpha(_matmul_like(torch.mm)(a, b), alpha)
+    return _add_rule(_alpha(bias, beta) if beta != 1 else bias, product)
+
+
+@rule(aten._to_copy.default)
+def _to_copy_rule(a, dtype=None, layout=None, device=None, pin_memory=None, **kwargs):
+    moved = {"device": device} if device is not None else {}
+    if isinstance(a, Pair):
+        if dtype is None or dtype.is_complex:
+            real = COMPONENT[dtype] if dtype is not None else a.re.dtype
+            return Pair(a.re.to(dtype=real, **moved), a.im.to(dtype=real, **moved))
+        return a.re.to(dtype=dtype, **moved)  # PyTorch discards the imaginary part
+    if dtype is not None and dtype.is_complex:
+        real = a.to(dtype=COMPONENT[dtype], **moved)
+        return Pair(real, torch.zeros_like(real))
+    return NotImplemented
+
+
+@rule(aten.where.self)
+def _where_rule(condition, a, b):
+    ar, ai = _parts(a)
+    br, bi = _parts(b)
+    ref = ar if isinstance(ar, torch.Tensor) else br
+    ar, br = (x if isinstance(x, torch.Tensor) else torch.full_like(ref, x) for x in (ar, br))
+    ai = torch.zeros_like(ref) if ai is None else ai
+    bi = torch.zeros_like(ref) if bi is None else bi
+    return Pair(torch.where(condition, ar, br), torch.where(condition, ai, bi))
+
+
+@rule(aten.constant_pad_nd.default)
+def _pad_rule(a, pad, value=0):
+    vr, vi = _parts(value)
+    return Pair(torch.constant_pad_nd(a.re, pad, vr), torch.constant_pad_nd(a.im, pad, vi or 0))
+
+
+@rule(aten.copy.default)
+def _copy_rule(target, source, non_blocking=False):
+    sr, si = _parts(source)
+    if not isinstance(target, Pair):
+        return torch.ops.aten.copy.default(target, sr)
+    tr = torch.ops.aten.copy.default(target.re, sr if isinstance(sr, torch.Tensor) else target.re)
+    ti = torch.ops.aten.copy.default(
+        target.im, si if isinstance(si, torch.Tensor) else torch.zeros_like(target.im)
+    )
+    return Pair(tr, ti)
+
+
+@rule(aten.eq.Tensor, aten.eq.Scalar)
+def _eq_rule(a, b):
+    ar, ai = _parts(a)
+    br, bi = _parts(b)
+    return torch.logical_and(
+        ar == br, (ai if ai is not None else 0) == (bi if bi is not None else 0)
+    )
+
+
+@rule(aten.ne.Tensor, aten.ne.Scalar)
+def _ne_rule(a, b):
+    return torch.logical_not(_eq_rule(a, b))
+
+
+@rule(aten.isnan.default)
+def _isnan_rule(a):
+    return torch.logical_or(torch.isnan(a.re), torch.isnan(a.im))
+
+
+@rule(aten.isfinite.default)
+def _isfinite_rule(a):
+    return torch.logical_and(torch.isfinite(a.re), torch.isfinite(a.im))
+
+
+# Ops linear in their complex operands and blind to dtype: the op applied to the real
+# and imaginary parts separately (other arguments unchanged). Structural ops (views,
+# copies, concatenation, indexing by integer indices) and sums.
+COMPONENTWISE = frozenset(
+    {
+        aten.clone.default,
+        aten.alias.default,
+        aten.detach.default,
+        aten.lift_fresh_copy.default,
+        aten.view.default,
+        aten._unsafe_view.default,
+        aten.reshape.default,
+        aten.permute.default,
+        aten.transpose.int,
+        aten.t.default,
+        aten.expand.default,
+        aten.slice.Tensor,
+        aten.select.int,
+        aten.unsqueeze.default,
+        aten.squeeze.default,
+        aten.squeeze.dim,
+        aten.squeeze.dims,
+        aten.cat.default,
+        aten.stack.default,
+        aten.flip.default,
+        aten.roll.default,
+        aten.index_select.default,
+        aten.index.Tensor,
+        aten.gather.default,
+        aten.narrow.default,
+        aten.split.Tensor,
+        aten.split_with_sizes.default,
+        aten.unbind.int,
+        aten.repeat.default,
+        aten.diagonal.default,
+        aten.unfold.default,
+        aten.movedim.int,
+        aten.sum.default,
+        aten.sum.dim_IntList,
+        aten.mean.dim,
+        aten.mean.default,
+        aten.cumsum.default,
+        aten.slice_scatter.default,
+        aten.select_scatter.default,
+        aten.fill.Scalar,
+        aten.zero.default,
+        aten.zeros_like.default,
+        aten.empty_like.default,
+        aten.new_zeros.default,
+        aten.new_empty.default,
+    }
+)
+
+# Creation ops whose dtype argument may be complex: built from their real twins.
+CREATION = frozenset(
+    {
+        aten.full.default,
+        aten.zeros.default,
+        aten.ones.default,
+        aten.empty.memory_format,
+        aten.full_like.default,
+        aten.ones_like.default,
+        aten.scalar_tensor.default,
+    }
+)
+
+
+def _componentwise(op, args: tuple, kwargs: dict):
+    """``op`` applied to the parts: (Pair, ...) -> Pair, lists of Pairs -> list of Pairs."""
+    real = [None, None]
+    for half in (0, 1):
+
+        def part(value, half=half):
+            if isinstance(value, Pair):
+                return value.im if half else value.re
+            if isinstance(value, (list, tuple)) and any(isinstance(v, Pair) for v in value):
+                return type(value)(part(v) for v in value)
+            if isinstance(value, complex):
+                return value.imag if half else value.real
+            if isinstance(value, torch.dtype) and value.is_complex:
+                return COMPONENT[value]
+            return value
+
+        real[half] = op(*(part(a) for a in args), **{name: part(v) for name, v in kwargs.items()})
+    re, im = real
+    if isinstance(re, (list, tuple)):
+        return type(re)(Pair(r, i) for r, i in zip(re, im))
+    if isinstance(re, torch.Tensor) and re.dtype.is_floating_point:
+        return Pair(re, im)
+    return re
+
+
+def _creation(op, args: tuple, kwargs: dict):
+    dtype = kwargs.get("dtype")
+    if dtype is None and args and isinstance(args[0], Pair):  # full_like(z, ...) keeps z's
+        dtype = args[0].dtype
+    if dtype is None or not dtype.is_complex:
+        return NotImplemented
+    values = list(args)
+    # the fill value: full(size, fill), full_like(x, fill), scalar_tensor(s)
+    fill_at = {aten.full.default: 1, aten.full_like.default: 1, aten.scalar_tensor.default: 0}
+    real_kwargs = {**kwargs, "dtype": COMPONENT[dtype]}
+    position = fill_at.get(op)
+    values = [v.re if isinstance(v, Pair) else v for v in values]
+    if position is None:
+        re = op(*values, **real_kwargs)
+        im = torch.zeros_like(re)
+        if op in (aten.empty.memory_format,):
+            re = torch.zeros_like(re)
+        return Pair(re, im)
+    fill_re, fill_im = _parts(values[position])
+    values[position] = fill_re
+    re = op(*values, **real_kwargs)
+    values[position] = fill_im or 0
+    im = op(*values, **real_kwargs)
+    return Pair(re, im)
+
+
+def apply(op, args: tuple, kwargs: dict):
+    """``op`` on values whose complex tensors are Pairs; NotImplemented without a rule."""
+    fn = RULES.get(op)
+    if fn is not None:
+        return fn(*args, **kwargs)
+    if op in COMPONENTWISE:
+        return _componentwise(op, args, kwargs)
+    if op in CREATION:
+        return _creation(op, args, kwargs)
+    return NotImplemented
+
+
+# The FFT rules register themselves in RULES (they use the helpers above).
+from . import fft_dft  # noqa: E402, F401
