@@ -30,6 +30,15 @@ def _random_coo(size, nnz, dense_dims=(), seed=0, dtype=torch.float32):
     return torch.sparse_coo_tensor(indices, values, (*size, *dense_dims))
 
 
+# Most tests share these two matrices: their ops then compile once for the whole file.
+def _matrix_a():
+    return _random_coo((4, 5), 9, seed=7)
+
+
+def _matrix_b():
+    return _random_coo((4, 5), 8, seed=8)
+
+
 def _assert_same_sparse(device_tensor, cpu_tensor):
     assert device_tensor.device.type == DEVICE
     assert device_tensor.layout == cpu_tensor.layout
@@ -63,10 +72,10 @@ def test_coo_creation_and_inspection(native):
 
 @pytest.mark.parametrize(
     ("size", "nnz", "dense_dims"),
-    [((5, 4), 12, ()), ((3, 4, 2), 10, ()), ((6, 3), 9, (2,)), ((4, 4), 0, ())],
+    [((4, 5), 9, ()), ((3, 4, 2), 10, ()), ((6, 3), 9, (2,)), ((4, 4), 0, ())],
 )
 def test_coalesce_matches_cpu(native, size, nnz, dense_dims):
-    cpu = _random_coo(size, nnz, dense_dims, seed=nnz)
+    cpu = _matrix_a() if size == (4, 5) else _random_coo(size, nnz, dense_dims, seed=nnz)
     expected = cpu.coalesce()
     result = cpu.to(DEVICE).coalesce()
     assert result.is_coalesced()
@@ -107,10 +116,10 @@ def test_dense_to_sparse_and_csr(native):
 
 
 def test_sparse_matmul_matches_cpu(native):
-    coo = _random_coo((6, 5), 14, seed=3)
-    dense = torch.randn(5, 4, generator=torch.Generator().manual_seed(4))
-    left = torch.randn(3, 6, generator=torch.Generator().manual_seed(5))
-    bias = torch.randn(6, 4, generator=torch.Generator().manual_seed(6))
+    coo = _matrix_a()
+    dense = torch.randn(5, 3, generator=torch.Generator().manual_seed(4))
+    left = torch.randn(2, 4, generator=torch.Generator().manual_seed(5))
+    bias = torch.randn(4, 3, generator=torch.Generator().manual_seed(6))
     s, d, b = coo.to(DEVICE), dense.to(DEVICE), bias.to(DEVICE)
     on_left = left.to(DEVICE)
     cases = {
@@ -131,7 +140,7 @@ def test_sparse_matmul_matches_cpu(native):
 
 
 def test_sparse_elementwise_matches_cpu(native):
-    a_cpu, b_cpu = _random_coo((4, 5), 9, seed=7), _random_coo((4, 5), 8, seed=8)
+    a_cpu, b_cpu = _matrix_a(), _matrix_b()
     dense_cpu = torch.randn(4, 5, generator=torch.Generator().manual_seed(9))
     a, b, dense = a_cpu.to(DEVICE), b_cpu.to(DEVICE), dense_cpu.to(DEVICE)
     cases = {
@@ -159,10 +168,10 @@ def test_sparse_elementwise_matches_cpu(native):
 
 
 def test_sparse_sum_matches_cpu(native):
-    cpu = _random_coo((4, 3, 5), 11, seed=10)
+    cpu = _matrix_a()
     s = cpu.to(DEVICE)
     torch.testing.assert_close(torch.sparse.sum(s).cpu(), torch.sparse.sum(cpu))
-    for dim in (0, 2, (0, 1), (0, 1, 2)):
+    for dim in (0, 1, (0, 1)):
         result, expected = torch.sparse.sum(s, dim=dim), torch.sparse.sum(cpu, dim=dim)
         assert result.device.type == DEVICE and result.layout == expected.layout, dim
         torch.testing.assert_close(result.cpu().to_dense(), expected.to_dense(), msg=str(dim))
@@ -244,3 +253,49 @@ def test_native_op_list_names_the_kernels():
     names = sparse.native_ops()
     for op in ("aten::mm", "aten::_coalesce", "aten::_to_dense", "aten::add.Tensor"):
         assert op in names
+
+
+def test_sparse_shape_ops_match_cpu(native):
+    cpu = _matrix_a()
+    hybrid_cpu = _random_coo((4, 3), 6, dense_dims=(2,), seed=14)
+    s, hybrid = cpu.to(DEVICE), hybrid_cpu.to(DEVICE)
+    index_cpu = torch.tensor([3, 0, 3, 1])
+    index = index_cpu.to(DEVICE)
+    cases = {
+        "unsqueeze(0)": (s.unsqueeze(0), cpu.unsqueeze(0)),
+        "unsqueeze(-1) hybrid": (hybrid.unsqueeze(-1), hybrid_cpu.unsqueeze(-1)),
+        "t": (s.t(), cpu.t()),
+        "permute": (s.permute(1, 0), cpu.permute(1, 0)),
+        "index_select sparse dim": (s.index_select(1, index), cpu.index_select(1, index_cpu)),
+        "index_select dense dim": (
+            hybrid.index_select(2, torch.tensor([1, 1, 0], device=DEVICE)),
+            hybrid_cpu.index_select(2, torch.tensor([1, 1, 0])),
+        ),
+        "cat": (torch.cat([s, s * 2], dim=1), torch.cat([cpu, cpu * 2], dim=1)),
+        "pow": (s.pow(2), cpu.pow(2)),
+        "sparse_mask sparse": (
+            s.sparse_mask(s.t().t().coalesce()),
+            cpu.sparse_mask(cpu.coalesce()),
+        ),
+    }
+    for name, (result, expected) in cases.items():
+        assert result.is_sparse and result.device.type == DEVICE, name
+        assert result.shape == expected.shape, name
+        torch.testing.assert_close(result.cpu().to_dense(), expected.to_dense(), msg=name)
+
+
+def test_gradients_through_sparse_ops_match_cpu(native):
+    cpu = _matrix_a()
+    weight_cpu = torch.randn(5, 3, generator=torch.Generator().manual_seed(4))
+
+    def run(device):
+        indices = cpu._indices().to(device)
+        values = cpu._values().to(device).requires_grad_()
+        weight = weight_cpu.to(device).requires_grad_()
+        matrix = torch.sparse_coo_tensor(indices, values, cpu.shape)
+        loss = torch.sparse.mm(matrix, weight).pow(2).sum() + matrix.to_dense().pow(3).sum()
+        loss.backward()
+        return loss.detach().cpu(), values.grad.cpu(), weight.grad.cpu()
+
+    for got, expected in zip(run(DEVICE), run("cpu")):
+        torch.testing.assert_close(got, expected)

@@ -419,11 +419,108 @@ def div(self, other) -> torch.Tensor:
 
 
 def sparse_mask(self: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """``dense.sparse_mask(sparse)``: the dense entries at the mask's indices."""
-    if not (_is_dense(self) and _is_sparse(mask)) or self.shape != mask.shape:
+    """``x.sparse_mask(sparse)``: the entries of ``x`` at the mask's indices (0 where absent)."""
+    if not _is_sparse(mask) or self.shape != mask.shape:
         return _run_on_cpu(aten.sparse_mask.default, (self, mask), {})
-    gathered = self[_index_tuple(mask._indices())]
+    if _is_dense(self):
+        gathered = self[_index_tuple(mask._indices())]
+    elif _is_sparse(self) and self.sparse_dim() == mask.sparse_dim():
+        gathered = _sparse_at(self, mask._indices())
+    else:
+        return _run_on_cpu(aten.sparse_mask.default, (self, mask), {})
     return _coo(mask._indices(), gathered, mask.shape, mask.is_coalesced())
+
+
+def _sparse_at(sparse: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
+    """The values of ``sparse`` (duplicates summed) at ``indices``, zero where it has none."""
+    source = coalesce(sparse) if not sparse.is_coalesced() else sparse
+    values = source._values()
+    size = sparse.shape[: sparse.sparse_dim()]
+    wanted = _linear(indices, size)
+    present = _linear(source._indices(), size)
+    result = values.new_zeros((wanted.shape[0], *values.shape[1:]))
+    if present.shape[0] == 0:
+        return result
+    position = torch.searchsorted(present, wanted).clamp(max=present.shape[0] - 1)
+    found = (present.index_select(0, position) == wanted).view(-1, *[1] * (values.dim() - 1))
+    return torch.where(found, values.index_select(0, position), result)
+
+
+def unsqueeze(self: torch.Tensor, dim: int) -> torch.Tensor:
+    """A new sparse dim (a row of zeros in the indices) or a new dense dim of the values."""
+    dim = dim % (self.dim() + 1)
+    indices, values, sparse_dim = self._indices(), self._values(), self.sparse_dim()
+    size = [*self.shape[:dim], 1, *self.shape[dim:]]
+    if dim <= sparse_dim:
+        zeros = indices.new_zeros((1, indices.shape[1]))
+        indices = torch.cat([indices[:dim], zeros, indices[dim:]])
+    else:
+        values = values.unsqueeze(dim - sparse_dim + 1)
+    return _coo(indices, values, size, self.is_coalesced())
+
+
+def permute(self: torch.Tensor, dims) -> torch.Tensor:
+    """Sparse dims reordered among themselves (rows of the indices), dense dims in the values."""
+    dims = [d % self.dim() for d in dims]
+    sparse_dim = self.sparse_dim()
+    sparse_order, dense_order = dims[:sparse_dim], dims[sparse_dim:]
+    if sorted(sparse_order) != list(range(sparse_dim)):
+        return _run_on_cpu(aten.permute.default, (self, dims), {})
+    order = torch.tensor(sparse_order, dtype=torch.int64, device=self.device)
+    indices = self._indices().index_select(0, order)
+    values = self._values().permute(0, *[d - sparse_dim + 1 for d in dense_order])
+    identity = sparse_order == list(range(sparse_dim))
+    size = [self.shape[d] for d in dims]
+    return _coo(indices, values, size, self.is_coalesced() and identity)
+
+
+def index_select(self: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:
+    """Entry k kept once per j with ``indices[dim][k] == index[j]``, its index there set to j."""
+    dim = dim % self.dim()
+    indices, values, sparse_dim = self._indices(), self._values(), self.sparse_dim()
+    size = list(self.shape)
+    size[dim] = index.shape[0]
+    if dim >= sparse_dim:
+        selected = values.index_select(dim - sparse_dim + 1, index)
+        return _coo(indices, selected, size, self.is_coalesced())
+    index = index.to(indices.device, torch.int64)
+    pairs = torch.nonzero(indices[dim].unsqueeze(1) == index.unsqueeze(0))
+    entries, positions = pairs[:, 0], pairs[:, 1]
+    new_indices = indices.index_select(1, entries)
+    new_indices = torch.cat([new_indices[:dim], positions.unsqueeze(0), new_indices[dim + 1 :]])
+    return _coo(new_indices, values.index_select(0, entries), size)
+
+
+def pow_scalar(self: torch.Tensor, exponent) -> torch.Tensor:
+    """``pow(sparse, c)`` for c > 0 (0 ** c = 0): the coalesced values to the power c."""
+    if not _is_sparse(self) or not isinstance(exponent, (int, float)) or exponent <= 0:
+        return _run_on_cpu(aten.pow.Tensor_Scalar, (self, exponent), {})
+    source = coalesce(self) if not self.is_coalesced() else self
+    return _coo(source._indices(), source._values().pow(exponent), self.shape, coalesced=True)
+
+
+def cat(tensors, dim: int = 0) -> torch.Tensor:
+    """Concatenation along a sparse dim: indices shifted by the sizes before, values joined."""
+    first = tensors[0]
+    dim = dim % first.dim() if first.dim() else 0
+    fits = all(
+        _is_sparse(t)
+        and t.sparse_dim() == first.sparse_dim()
+        and t.dense_dim() == first.dense_dim()
+        for t in tensors
+    )
+    if not fits or dim >= first.sparse_dim():
+        return _run_on_cpu(aten.cat.default, (tensors, dim), {})
+    indices, offset = [], 0
+    for tensor in tensors:
+        shifted = tensor._indices().clone()
+        shifted[dim] += offset
+        indices.append(shifted)
+        offset += tensor.shape[dim]
+    size = list(first.shape)
+    size[dim] = offset
+    values = torch.cat([tensor._values() for tensor in tensors])
+    return _coo(torch.cat(indices, dim=1), values, size)
 
 
 def sparse_sum(self, dtype=None) -> torch.Tensor:
@@ -542,6 +639,11 @@ _NATIVE: dict = {
     aten.mul.out: _out(mul, aten.mul.out),
     aten.div.Tensor: div,
     aten.sparse_mask.default: sparse_mask,
+    aten.unsqueeze.default: unsqueeze,
+    aten.permute.default: permute,
+    aten.index_select.default: index_select,
+    aten.pow.Tensor_Scalar: pow_scalar,
+    aten.cat.default: cat,
     aten.sum.default: sparse_sum,
     aten.sum.dim_IntList: sum_dim,
     **{getattr(aten, name).default: _unary(getattr(aten, name).default) for name in _UNARY_OPS},
