@@ -24,9 +24,9 @@ from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from torchneuron import collective_graphs, settings
-from torchneuron.compiler import tensors
+from torchneuron.compiler import dynamic, tensors
 from torchneuron.compiler.pipeline import CompiledGraph, compile_graph
-from torchneuron.lowering import LoweringError, decomposition_table
+from torchneuron.lowering import DynamicShapeError, LoweringError, decomposition_table
 from torchneuron.lowering.fx_to_torch import EmptyOutput
 from torchneuron.lowering.rules.random import is_random_state, seed_random_ops
 from torchneuron.lru import LRU
@@ -151,7 +151,7 @@ def fallback_disabled() -> bool:
 
 def _compile_or_fallback(gm: torch.fx.GraphModule, example_inputs, name: str, opts):
     if _has_symbolic_inputs(gm):
-        return make_boxed_func(ShapeSpecializingFunction(gm, name, opts))
+        return make_boxed_func(_compile_dynamic_or_per_shape(gm, example_inputs, name, opts))
     if collective_graphs.needs_split(gm):
         # Collectives call the process group: the compute between them is compiled
         # in segments, the collectives run eagerly in between (collective_graphs.py).
@@ -264,11 +264,70 @@ class NeuronGraphFunction:
         return np.zeros(spec["shape"], dtype=tensors.numpy_dtype(spec["dtype"]))
 
 
+def _compile_dynamic_or_per_shape(gm: torch.fx.GraphModule, example_inputs, name: str, opts):
+    """A graph with symbolic sizes: its front half compiled once (``DynamicGraphFunction``);
+    where it cannot stay symbolic, retraced and compiled per shape, with a warning that
+    says why (counted in ``dynamic.STATS["per_shape_front_half"]``)."""
+    try:
+        with unset_fake_temporarily():
+            if seed_random_ops(gm, example_inputs) is not None:
+                raise DynamicShapeError("random ops draw words of symbolic count")
+            program, size_positions = dynamic.compile_dynamic_graph(
+                gm, name=name, target=opts.target, pipeline=opts.pipeline
+            )
+    except LoweringError as exc:
+        warnings.warn(
+            f"torchneuron: graph {name} has symbolic sizes but is compiled once per shape "
+            f"(its front half included), because it cannot be lowered with symbolic sizes: "
+            f"{exc}",
+            stacklevel=2,
+        )
+        return ShapeSpecializingFunction(gm, name, opts)
+    return DynamicGraphFunction(program, size_positions, opts.core, _output_device(gm))
+
+
+class DynamicGraphFunction:
+    """Runs a ``DynamicProgram``: binds its symbols from the inputs' shapes (a shape
+    outside its signature is a ``ShapeConstraintError``), specializes it once per
+    concrete shape, and calls that program like ``NeuronGraphFunction``."""
+
+    def __init__(self, program, size_positions, core, device):
+        self.program = program
+        self.size_positions = set(size_positions)
+        self.core = core
+        self.device = device
+        self._by_shapes: dict[tuple, NeuronGraphFunction] = {}
+
+    def __call__(self, *args):
+        tensor_args = [a for i, a in enumerate(args) if i not in self.size_positions]
+        shapes = tuple(tuple(a.shape) for a in tensor_args)
+        values = self.program.signature.bind(shapes)
+        for i in sorted(self.size_positions):  # Dynamo's own sizes must agree
+            given = args[i]
+            if isinstance(given, int) and given not in values.values():
+                raise dynamic.ShapeConstraintError(
+                    f"size argument {i} is {given}, no input dimension has that size"
+                )
+        function = self._by_shapes.get(shapes)
+        if function is None:
+            compiled = self.program.specialize(shapes)
+            function = NeuronGraphFunction(compiled, self.core, False, self.device)
+            self._by_shapes[shapes] = function
+        else:
+            dynamic.STATS["specialization_hits"] += 1
+        outputs = function(*tensor_args)
+        for position, size in sorted(self.program.sizes(values).items()):
+            outputs.insert(position, size)
+        return outputs
+
+
 class ShapeSpecializingFunction:
     """Runs a graph with symbolic sizes by compiling one NEFF per concrete shape.
 
-    A NEFF holds static shapes only, so at call time the graph is retraced with
-    the concrete inputs and compiled (then cached per shape signature).
+    The fallback for graphs that cannot be lowered with symbolic sizes
+    (``DynamicGraphFunction`` is the path that compiles once): at call time the
+    graph is retraced with the concrete inputs and compiled (then cached per shape
+    signature); each retrace counts in ``dynamic.STATS["per_shape_front_half"]``.
     """
 
     def __init__(self, gm: torch.fx.GraphModule, name: str, opts):
@@ -300,6 +359,7 @@ class ShapeSpecializingFunction:
             return self.gm(*full)
 
         tensor_args = [args[i] for i in positions]
+        dynamic.STATS["per_shape_front_half"] += 1
         static_gm = make_fx(with_constants, tracing_mode="fake")(*tensor_args)
         shape_name = f"{self.name}_{len(self._by_shapes)}"
         boxed = _compile_or_fallback(static_gm, tensor_args, shape_name, self.opts)

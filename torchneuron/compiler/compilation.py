@@ -92,6 +92,8 @@ class Request:
     dump_dir: str | Path | None = None
     print_ir_after_all: bool = False
     ir_stream: TextIO | None = None
+    # the graph may keep symbolic sizes (a dynamic program, compiler/dynamic.py)
+    symbolic: bool = False
 
     def check(self) -> None:
         stages.stage(self.stop_after)
@@ -163,7 +165,7 @@ class Compilation:
     # -- stages -------------------------------------------------------------
 
     def _fx(self) -> str:
-        self.prepared = lowering.prepare_graph(self.gm, self.weights)
+        self.prepared = lowering.prepare_graph(self.gm, self.weights, self.request.symbolic)
         _made_on_host(self.prepared.graph_module.graph)
         refuse_graph_calls(self.prepared.graph_module.graph)
         self.weights = self.prepared.weights

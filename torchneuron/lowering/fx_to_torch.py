@@ -63,12 +63,14 @@ class PreparedGraph:
 def prepare_graph(
     gm: torch.fx.GraphModule,
     weights: dict[str, torch.Tensor] | None = None,
+    symbolic: bool = False,
 ) -> PreparedGraph:
     """Normalise a copy of ``gm`` for import (``gm`` itself is left as it was).
 
     ``weights`` maps placeholder names to values known at compile time (a
     ``torch.export`` program's parameters and buffers); those placeholders
-    become weight arguments.
+    become weight arguments. ``symbolic`` lets inputs and outputs keep symbolic
+    sizes (a dynamic program, ``compiler/dynamic.py``); otherwise they are refused.
     """
     weights = dict(weights or {})
     graph = torch.fx.Graph()
@@ -108,7 +110,8 @@ def prepare_graph(
                 "sizes and Python scalars as graph inputs are not supported (compile with "
                 "dynamic=False, or pass tensors)"
             )
-        _check_static(node.name, value)
+        if not symbolic:
+            _check_static(node.name, value)
         kind = "weight" if node.name in weights else "input"
         arguments.append(ArgumentInfo(node.name, kind, tuple(value.shape), value.dtype))
 
@@ -127,8 +130,9 @@ def prepare_graph(
         if not isinstance(r, torch.fx.Node) or not isinstance(r.meta.get("val"), torch.Tensor):
             raise LoweringError(f"graph output {i} is {r!r}, not a tensor")
         value = r.meta["val"]
-        _check_static(f"output {i}", value)
-        if value.numel() == 0:
+        if not symbolic:
+            _check_static(f"output {i}", value)
+        if isinstance(value.numel(), int) and value.numel() == 0:
             # Nothing to compute (and torch-mlir cannot lower every empty literal).
             constant_outputs[i] = EmptyOutput(tuple(value.shape), value.dtype)
     kept = [r for i, r in enumerate(results) if r is not None and i not in constant_outputs]

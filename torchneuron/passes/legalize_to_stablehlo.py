@@ -16,6 +16,8 @@ Rewrites (``index`` scalars become ``tensor<i64>``):
 - ``tensor.dim x, c`` -> constant (static dim) or ``convert(get_dimension_size(x, c))``
 - ``arith.index_cast|extsi|trunci v`` -> ``convert(v)``
 - ``arith.addi|subi|muli|divsi|maxsi|minsi a, b`` -> ``add|subtract|multiply|divide|maximum|minimum``
+- ``arith.cmpi eq|ne|slt|sle|sgt|sge a, b`` -> ``compare EQ|NE|LT|LE|GT|GE, a, b, SIGNED``
+- ``arith.select c, a, b`` -> ``select c, a, b``
 - ``tensor.from_elements a, b, ..`` -> ``concatenate(reshape(a), reshape(b), ..)``
 - ``shape.shape_of x`` -> ``concatenate`` of each dimension size
 - ``shape.num_elements s`` -> ``reshape(slice(s, 0)) * reshape(slice(s, 1)) * ..``
@@ -48,6 +50,9 @@ _SCALAR_ARITH_TO_STABLEHLO = {
     "arith.minsi": "stablehlo.minimum",
 }
 _INTEGER_CASTS = frozenset(["arith.index_cast", "arith.extsi", "arith.trunci"])
+# arith.cmpi's predicate (its integer value) -> StableHLO's comparison direction;
+# the unsigned predicates are left alone (shape arithmetic is signed).
+_CMPI_DIRECTION = {0: "EQ", 1: "NE", 2: "LT", 3: "LE", 4: "GT", 5: "GE"}
 
 
 def _tensor_element_type(scalar_type: ir.Type) -> ir.Type:
@@ -136,6 +141,10 @@ class _ShapeArithmetic:
             self.rewrite_cast(op)
         elif name in _SCALAR_ARITH_TO_STABLEHLO:
             self.rewrite_arith(op)
+        elif name == "arith.cmpi":
+            self.rewrite_cmpi(op)
+        elif name == "arith.select":
+            self.rewrite_select(op)
         elif name == "tensor.from_elements":
             self.rewrite_from_elements(op)
         elif name == "shape.shape_of":
@@ -192,6 +201,34 @@ class _ShapeArithmetic:
             _SCALAR_ARITH_TO_STABLEHLO[op.name], operands, operands[0].type, before=op
         )
         self.record(op, result, "scalar-arith")
+
+    # arith.cmpi pred, a, b -> stablehlo.compare DIR, a, b, SIGNED  (a clamp of a size)
+    def rewrite_cmpi(self, op: ir.Operation) -> None:
+        operands = [self.tensor_of.get(v) for v in op.operands]
+        direction = _CMPI_DIRECTION.get(ir.IntegerAttr(op.attributes["predicate"]).value)
+        if any(v is None for v in operands) or direction is None:
+            return
+        result = self.emit(
+            "stablehlo.compare",
+            operands,
+            ir.RankedTensorType.get([], ir.IntegerType.get_signless(1)),
+            {
+                "comparison_direction": ir.Attribute.parse(
+                    f"#stablehlo<comparison_direction {direction}>"
+                ),
+                "compare_type": ir.Attribute.parse("#stablehlo<comparison_type SIGNED>"),
+            },
+            before=op,
+        )
+        self.record(op, result, "scalar-compare")
+
+    # arith.select c, a, b -> stablehlo.select c, a, b
+    def rewrite_select(self, op: ir.Operation) -> None:
+        operands = [self.tensor_of.get(v) for v in op.operands]
+        if any(v is None for v in operands):
+            return
+        result = self.emit("stablehlo.select", operands, operands[1].type, before=op)
+        self.record(op, result, "scalar-select")
 
     # tensor.from_elements a, b, .. -> concatenate(reshape(a), reshape(b), ..)
     def rewrite_from_elements(self, op: ir.Operation) -> None:

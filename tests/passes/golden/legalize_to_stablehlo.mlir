@@ -85,3 +85,29 @@ func.func @unrewritable_consumer(%arg0: tensor<?xf32>) -> index {
   %dim = tensor.dim %arg0, %c0 : tensor<?xf32>
   return %dim : index
 }
+
+// -----
+
+// A clamped size (what torch-mlir emits for the end of a slice x[:t]): arith.cmpi
+// becomes a SIGNED stablehlo.compare and arith.select a stablehlo.select.
+// CHECK-LABEL: func.func @clamped_size
+// CHECK-NOT: arith.
+// CHECK: %[[D:.+]] = stablehlo.get_dimension_size %arg0, dim = 0
+// CHECK: %[[GE:.+]] = stablehlo.compare GE, {{.*}}, SIGNED : (tensor<i64>, tensor<i64>) -> tensor<i1>
+// CHECK: stablehlo.select %[[GE]]
+// CHECK: stablehlo.real_dynamic_slice %arg1
+func.func @clamped_size(%arg0: tensor<?xf32>, %arg1: tensor<64xf32>) -> tensor<?xf32> {
+  %c0 = arith.constant 0 : index
+  %c0_i64 = arith.constant 0 : i64
+  %c64_i64 = arith.constant 64 : i64
+  %dim = tensor.dim %arg0, %c0 : tensor<?xf32>
+  %0 = arith.index_cast %dim : index to i64
+  %1 = arith.addi %0, %c64_i64 : i64
+  %2 = arith.cmpi sge, %0, %c0_i64 : i64
+  %3 = arith.select %2, %0, %1 : i64
+  %start = tensor.from_elements %c0_i64 : tensor<1xi64>
+  %limit = tensor.from_elements %3 : tensor<1xi64>
+  %step = arith.constant dense<1> : tensor<1xi64>
+  %4 = stablehlo.real_dynamic_slice %arg1, %start, %limit, %step : (tensor<64xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?xf32>
+  return %4 : tensor<?xf32>
+}

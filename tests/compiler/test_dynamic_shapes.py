@@ -1,0 +1,209 @@
+"""Dynamic shapes compiled once (compiler/dynamic.py, backend.DynamicGraphFunction).
+
+Each test counts front-half compiles (Dynamo graph -> StableHLO with ``?`` dims) and
+per-shape specializations (refinement + back half), and compares every result with
+PyTorch eager on the CPU.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+import torch.nn as nn
+
+from torchneuron.compiler import dynamic
+from torchneuron.compiler.dynamic import ShapeConstraintError, SymbolicSignature
+
+
+@pytest.fixture(autouse=True)
+def _fresh(monkeypatch):
+    monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
+    torch._dynamo.reset()
+    dynamic.reset_stats()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*compiled once per shape.*")
+        yield
+    torch._dynamo.reset()
+
+
+def _mlp():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4))
+
+
+def test_mlp_dynamic_batch_front_half_once():
+    model = _mlp()
+    compiled = torch.compile(model, backend="neuron", dynamic=True)
+    with torch.no_grad():
+        for batch in (3, 5, 11, 5):
+            x = torch.randn(batch, 8)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+    stats = dynamic.stats()
+    assert stats["front_half"] == 1
+    assert stats["specializations"] == 3  # 3, 5 and 11; the second 5 is a hit
+    assert stats["specialization_hits"] == 1
+    assert stats["per_shape_front_half"] == 0
+
+
+def test_mlp_training_dynamic_gradients():
+    model = _mlp()
+    compiled = torch.compile(model, backend="neuron", dynamic=True)
+    for batch in (3, 6):
+        x = torch.randn(batch, 8)
+        compiled(x).square().sum().backward()
+        got = [p.grad.clone() for p in model.parameters()]
+        model.zero_grad()
+        model(x).square().sum().backward()
+        for g, p in zip(got, model.parameters()):
+            torch.testing.assert_close(g, p.grad, rtol=1e-4, atol=1e-5)
+        model.zero_grad()
+    stats = dynamic.stats()
+    assert stats["front_half"] == 2  # forward and backward, once each
+    assert stats["specializations"] == 4
+    assert stats["per_shape_front_half"] == 0
+
+
+class _Block(nn.Module):
+    """A GPT-style block whose causal mask is sliced to the sequence length."""
+
+    def __init__(self, d=16, heads=2, vocab=32, max_seq=32):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        self.ln1 = nn.LayerNorm(d)
+        self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
+        self.ln2 = nn.LayerNorm(d)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+        self.head = nn.Linear(d, vocab)
+        mask = torch.triu(torch.full((max_seq, max_seq), float("-inf")), 1)
+        self.register_buffer("mask", mask)
+
+    def forward(self, tokens):
+        t = tokens.shape[1]
+        x = self.embed(tokens)
+        h = self.ln1(x)
+        x = x + self.attn(h, h, h, attn_mask=self.mask[:t, :t], need_weights=False)[0]
+        x = x + self.mlp(self.ln2(x))
+        return self.head(x)
+
+
+def test_gpt_block_dynamic_sequence_length_mark_dynamic():
+    torch.manual_seed(0)
+    model = _Block().eval()
+    compiled = torch.compile(model, backend="neuron")
+    with torch.no_grad():
+        for seq in (5, 9, 17):
+            tokens = torch.randint(0, 32, (2, seq))
+            torch._dynamo.mark_dynamic(tokens, 1)
+            torch.testing.assert_close(compiled(tokens), model(tokens), rtol=1e-4, atol=1e-5)
+    stats = dynamic.stats()
+    assert stats["front_half"] == 1
+    assert stats["specializations"] == 3
+    assert stats["per_shape_front_half"] == 0
+
+
+def test_export_with_dims_compiles_once_and_refuses_out_of_range():
+    from torchneuron.compiler.exported import exported_graph
+
+    model = _mlp()
+    batch = torch.export.Dim("batch", min=2, max=16)
+    program = torch.export.export(model, (torch.randn(4, 8),), dynamic_shapes=({0: batch},))
+    graph = exported_graph(program)
+    dyn, sizes = dynamic.compile_dynamic_graph(
+        graph.graph_module,
+        name="mlp",
+        weights=graph.weights,
+        weight_sources=graph.weight_sources,
+        output_names=graph.output_names,
+    )
+    assert sizes == []
+    (spec,) = dyn.signature.inputs
+    symbol = spec["shape"][0]
+    assert spec["shape"][1] == 8 and isinstance(symbol, str)
+    assert dyn.signature.symbols[symbol] == (2, 16)
+    assert "tensor<?x8xf32>" in dyn.text
+    from torchneuron.runtime import load_neff
+
+    for n in (2, 7, 16):
+        compiled = dyn.specialize([(n, 8)])
+        assert compiled.inputs[0]["shape"] == [n, 8]
+        x = torch.randn(n, 8)
+        (out,) = load_neff(compiled.neff).execute([x.numpy()])
+        torch.testing.assert_close(torch.from_numpy(out), model(x).detach(), rtol=1e-5, atol=1e-5)
+    assert dynamic.stats()["front_half"] == 1
+    assert dyn.specializations == 3
+    with pytest.raises(ShapeConstraintError, match=r"outside its range \[2, 16\]"):
+        dyn.specialize([(17, 8)])
+    with pytest.raises(ShapeConstraintError, match="dimension 1 is 9"):
+        dyn.specialize([(4, 9)])
+
+
+def test_refinement_makes_every_shape_static():
+    from torchneuron.compiler.exported import exported_graph
+
+    model = _mlp()
+    batch = torch.export.Dim("batch", min=1, max=64)
+    program = torch.export.export(model, (torch.randn(4, 8),), dynamic_shapes=({0: batch},))
+    graph = exported_graph(program)
+    dyn, _ = dynamic.compile_dynamic_graph(graph.graph_module, weights=graph.weights)
+    refined = dynamic.refine(dyn.text, [(6, 8)], dyn.signature)
+    assert "?" not in refined
+    assert "tensor<6x8xf32>" in refined and "tensor<6x4xf32>" in refined
+
+
+# -- the symbolic signature ---------------------------------------------------------
+
+
+def _signature():
+    return SymbolicSignature(
+        (
+            {"name": "x", "dtype": "float32", "shape": ["s0", 8]},
+            {"name": "y", "dtype": "float32", "shape": ["s0", "(2*s1)"]},
+            {"name": "z", "dtype": "float32", "shape": ["s1"]},
+        ),
+        {"s0": (2, 100), "s1": (1, None)},
+    )
+
+
+def test_signature_binds_and_checks_each_rule():
+    signature = _signature()
+    assert signature.bind([(5, 8), (5, 6), (3,)]) == {"s0": 5, "s1": 3}
+    with pytest.raises(ShapeConstraintError, match="symbol s0 is 5"):
+        signature.bind([(5, 8), (4, 6), (3,)])
+    with pytest.raises(ShapeConstraintError, match="requires"):
+        signature.bind([(5, 8), (5, 7), (3,)])
+    with pytest.raises(ShapeConstraintError, match="outside its range"):
+        signature.bind([(101, 8), (101, 6), (3,)])
+    with pytest.raises(ShapeConstraintError, match="dimension 1 is 9"):
+        signature.bind([(5, 9), (5, 6), (3,)])
+    with pytest.raises(ShapeConstraintError, match="3 inputs"):
+        signature.bind([(5, 8)])
+
+
+def test_signature_json_round_trip():
+    signature = _signature()
+    again = SymbolicSignature.from_json(signature.to_json())
+    assert again == signature
+
+
+@pytest.mark.parametrize(
+    "corrupt",
+    [
+        lambda d: d["symbols"].update({"s 0": {"min": 1, "max": 2}}),
+        lambda d: d["symbols"]["s0"].update({"min": -1}),
+        lambda d: d["symbols"]["s0"].update({"max": 1}),
+        lambda d: d["symbols"]["s0"].update({"min": 1.5}),
+        lambda d: d["inputs"][1].update({"shape": ["s0", "__import__('os').getcwd()"]}),
+        lambda d: d["inputs"][1].update({"shape": ["s0", "s0 ** 2"]}),
+        lambda d: d["inputs"][1].update({"shape": ["s0", "s9"]}),
+        lambda d: d["inputs"][2].update({"shape": ["(s1+1)"]}),  # s1 bound by no input
+        lambda d: d["inputs"][0].pop("dtype"),
+        lambda d: d.update({"extra": 1}),
+    ],
+)
+def test_malformed_signature_refused(corrupt):
+    data = _signature().to_json()
+    corrupt(data)
+    with pytest.raises(ValueError, match="dynamic signature"):
+        SymbolicSignature.from_json(data)
