@@ -103,6 +103,7 @@ def test_dense_to_sparse_and_csr(native):
     assert torch.equal(csr.values().cpu(), expected_csr.values())
     assert csr._nnz() == expected_csr._nnz()
     torch.testing.assert_close(csr.to_dense().cpu(), dense)
+    torch.testing.assert_close((csr * 2.5).to_dense().cpu(), dense * 2.5)
     # between layouts on the device
     torch.testing.assert_close(csr.to_sparse().to_dense().cpu(), dense)
     torch.testing.assert_close(coo.to_sparse_csr().to_dense().cpu(), dense)
@@ -232,18 +233,25 @@ def test_unlowered_sparse_op_falls_back_listed(monkeypatch):
     assert result.is_sparse and result.device.type == DEVICE
     torch.testing.assert_close(result.cpu().to_dense(), torch.sparse.softmax(cpu, dim=1).to_dense())
     assert "aten::_sparse_softmax" in torchneuron.get_fallback_ops()
+    # an op whose composite kernel would fail on a CSR layout takes the fallback too
+    csr_cpu = cpu.to_sparse_csr()
+    with pytest.warns(RuntimeWarning, match="aten::sin"):
+        csr_sin = torch.sin(csr_cpu.to(DEVICE))
+    assert csr_sin.layout == torch.sparse_csr and csr_sin.device.type == DEVICE
+    torch.testing.assert_close(csr_sin.cpu().to_dense(), torch.sin(csr_cpu).to_dense())
+    assert "aten::sin" in torchneuron.get_fallback_ops()
     monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
     with pytest.raises(fallback.NeuronFallbackError, match="aten::_sparse_softmax"):
         torch.sparse.softmax(s, dim=1)
 
 
 def test_in_place_fallback_writes_back(monkeypatch):
-    # abs_ on a sparse tensor (abs.out into itself) has no native kernel: its CPU result
-    # must land in the original tensor.
-    cpu = _random_coo((3, 4), 6, seed=12)
+    # abs_ on a sparse tensor has no native kernel: its CPU result must land in the original
+    # tensor (PyTorch's in-place sparse abs_ wants a coalesced input).
+    cpu = _random_coo((3, 4), 6, seed=12).coalesce()
     s = cpu.to(DEVICE)
     fallback.clear_fallback_ops()
-    with pytest.warns(RuntimeWarning, match="aten::abs"):
+    with pytest.warns(RuntimeWarning, match="aten::abs_"):
         returned = s.abs_()
     assert returned is s
     _assert_same_sparse(s, cpu.abs())

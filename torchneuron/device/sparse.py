@@ -19,7 +19,8 @@ other (``dispatch``). The kernels come in three kinds:
   depends on the data (``unique``, ``nonzero``) take the dense host route, as they do
   for dense tensors;
 - **every other op** with a sparse neuron operand runs its CPU kernel on CPU copies
-  (the sparse CPU fallback): it is recorded like the dense fallback
+  (the sparse CPU fallback: the boxed fallback of both keys, and a direct kernel for
+  each op with a sparse CPU kernel, since a composite kernel would otherwise win): it is recorded like the dense fallback
   (``torchneuron.get_fallback_ops()``, one warning per op) and raises
   ``NeuronFallbackError`` under ``TORCHNEURON_NO_FALLBACK=1``. The dispatcher never
   raises ``NotImplementedError`` for these keys.
@@ -370,6 +371,9 @@ def sub_(self, other, *, alpha=1) -> torch.Tensor:
 
 def mul(self, other) -> torch.Tensor:
     """``mul.Tensor``: sparse * scalar, sparse * dense (same shape), sparse * sparse."""
+    if _is_csr(self) and _is_scalar(other):
+        values = self.values() * other
+        return _csr(self.crow_indices(), self.col_indices(), values, self.shape)
     if _is_sparse(self) and _is_scalar(other):
         return _scaled(self, other)
     if _is_sparse(other) and _is_scalar(self):
@@ -606,6 +610,28 @@ def _fallback(op, *args, **kwargs):
     return _run_on_cpu(op, args, kwargs)
 
 
+def _direct_fallback(op: torch._ops.OpOverload) -> Callable:
+    def kernel(*args, **kwargs):
+        return _run_on_cpu(op, args, kwargs)
+
+    return kernel
+
+
+def _ops_with_kernel(key: str, without: str) -> list[torch._ops.OpOverload]:
+    """ATen ops with a kernel for ``key`` and none for ``without``."""
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    ops = []
+    for name in torch._C._dispatch_get_all_op_names():
+        if not name.startswith("aten::") or not has(name, key) or has(name, without):
+            continue
+        base, _, overload = name[len("aten::") :].partition(".")
+        packet = getattr(aten, base, None)
+        op = getattr(packet, overload or "default", None) if packet is not None else None
+        if op is not None:
+            ops.append(op)
+    return ops
+
+
 def _structural(op: torch._ops.OpOverload, keys: DispatchKeySet) -> Callable:
     def kernel(*args, **kwargs):
         return op.redispatch(keys, *args, **kwargs)
@@ -656,6 +682,7 @@ _NATIVE_CSR: dict = {
     aten.mm.default: mm,
     aten.addmm.default: addmm,
     aten.sum.default: sparse_sum,
+    aten.mul.Tensor: mul,
 }
 # Dense neuron tensors becoming sparse (the PrivateUse1 key).
 _NATIVE_DENSE: dict = {
@@ -692,4 +719,13 @@ def install() -> None:
             kernels.impl(op, kernel, "SparseCsrPrivateUse1")
         for op, kernel in _NATIVE_DENSE.items():
             kernels.impl(op, kernel, "PrivateUse1")
+        # An op with a composite kernel would run it rather than the fallback (and fail on
+        # a sparse layout): every op PyTorch's sparse CPU kernels cover gets the fallback
+        # as a direct kernel.
+        for key, cpu_key in (
+            ("SparsePrivateUse1", "SparseCPU"),
+            ("SparseCsrPrivateUse1", "SparseCsrCPU"),
+        ):
+            for op in _ops_with_kernel(cpu_key, without=key):
+                kernels.impl(op, _direct_fallback(op), key)
         _libraries.extend([fallbacks, kernels])
