@@ -27,6 +27,7 @@ from torchneuron import collective_graphs, settings
 from torchneuron.compiler import dynamic, tensors
 from torchneuron.compiler.pipeline import CompiledGraph, compile_graph
 from torchneuron.lowering import DynamicShapeError, LoweringError, decomposition_table
+from torchneuron.lowering.complex_graph import PairedGraph, graph_has_complex
 from torchneuron.lowering.fx_to_torch import EmptyOutput
 from torchneuron.lowering.rules.random import is_random_state, seed_random_ops
 from torchneuron.lru import LRU
@@ -152,6 +153,10 @@ def fallback_disabled() -> bool:
 def _compile_or_fallback(gm: torch.fx.GraphModule, example_inputs, name: str, opts):
     if _has_symbolic_inputs(gm):
         return make_boxed_func(_compile_dynamic_or_per_shape(gm, example_inputs, name, opts))
+    if graph_has_complex(gm):
+        # complex values as real pairs, FFTs as DFT matmuls (lowering/complex_graph.py)
+        compile_real = lambda real, inputs: _compile_or_fallback(real, inputs, name, opts)  # noqa: E731
+        return make_boxed_func(PairedGraph(gm, example_inputs, compile_real))
     if collective_graphs.needs_split(gm):
         # Collectives call the process group: the compute between them is compiled
         # in segments, the collectives run eagerly in between (collective_graphs.py).
@@ -270,7 +275,7 @@ def _compile_dynamic_or_per_shape(gm: torch.fx.GraphModule, example_inputs, name
     says why (counted in ``dynamic.STATS["per_shape_front_half"]``)."""
     try:
         with unset_fake_temporarily():
-            if seed_random_ops(gm, example_inputs) is not None:
+            if _draws_random_words(gm):
                 raise DynamicShapeError("random ops draw words of symbolic count")
             program, size_positions = dynamic.compile_dynamic_graph(
                 gm, name=name, target=opts.target, pipeline=opts.pipeline
@@ -284,6 +289,23 @@ def _compile_dynamic_or_per_shape(gm: torch.fx.GraphModule, example_inputs, name
         )
         return ShapeSpecializingFunction(gm, name, opts)
     return DynamicGraphFunction(program, size_positions, opts.core, _output_device(gm))
+
+
+def _draws_random_words(gm: torch.fx.GraphModule) -> bool:
+    """Whether ``gm`` draws random words (which ``seed_random_ops`` counts statically)."""
+    stateful = (
+        torch.ops.torchneuron.random_bits.default,
+        torch.ops.higher_order.run_and_save_rng_state,
+        torch.ops.higher_order.run_with_rng_state,
+    )
+    return any(
+        node.op == "call_function"
+        and (
+            node.target in stateful
+            or torch.Tag.nondeterministic_seeded in getattr(node.target, "tags", ())
+        )
+        for node in gm.graph.nodes
+    )
 
 
 class DynamicGraphFunction:

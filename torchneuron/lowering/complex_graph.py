@@ -20,6 +20,11 @@ import torch.fx
 from .complex_pairs import COMPONENT, Pair, apply, has_rule, is_complex_value
 from .errors import UnsupportedOpError, describe_value
 
+_RESHAPES = {
+    torch.ops.aten.view.default: torch.ops.aten.reshape.default,
+    torch.ops.aten._unsafe_view.default: torch.ops.aten.reshape.default,
+}
+
 
 def graph_has_complex(gm: torch.fx.GraphModule) -> bool:
     for node in gm.graph.nodes:
@@ -58,15 +63,17 @@ def run_over_pairs(gm: torch.fx.GraphModule, real_inputs: list, complex_inputs: 
             if node.target is operator.getitem:
                 env[node] = args[0][args[1]]
                 continue
+            # the rules' results keep no layout of the original graph: a view is a reshape
+            target = _RESHAPES.get(node.target, node.target)
             touches = is_complex_value(list(args)) or is_complex_value(list(kwargs.values()))
             value = node.meta.get("val")
             made = isinstance(value, torch.Tensor) and value.dtype.is_complex
             if not touches and not made:
-                env[node] = node.target(*args, **kwargs)
+                env[node] = target(*args, **kwargs)
                 continue
-            if not has_rule(node.target):
+            if not has_rule(target):
                 raise _unsupported(node, "no real-pair rule for this op on complex values")
-            result = apply(node.target, args, kwargs)
+            result = apply(target, args, kwargs)
             if result is NotImplemented:
                 raise _unsupported(node, "the real-pair rule declines this call")
             env[node] = result
