@@ -275,7 +275,7 @@ def _compile_dynamic_or_per_shape(gm: torch.fx.GraphModule, example_inputs, name
     says why (counted in ``dynamic.STATS["per_shape_front_half"]``)."""
     try:
         with unset_fake_temporarily():
-            if seed_random_ops(gm, example_inputs) is not None:
+            if _draws_random_words(gm):
                 raise DynamicShapeError("random ops draw words of symbolic count")
             program, size_positions = dynamic.compile_dynamic_graph(
                 gm, name=name, target=opts.target, pipeline=opts.pipeline
@@ -289,6 +289,23 @@ def _compile_dynamic_or_per_shape(gm: torch.fx.GraphModule, example_inputs, name
         )
         return ShapeSpecializingFunction(gm, name, opts)
     return DynamicGraphFunction(program, size_positions, opts.core, _output_device(gm))
+
+
+def _draws_random_words(gm: torch.fx.GraphModule) -> bool:
+    """Whether ``gm`` draws random words (which ``seed_random_ops`` counts statically)."""
+    stateful = (
+        torch.ops.torchneuron.random_bits.default,
+        torch.ops.higher_order.run_and_save_rng_state,
+        torch.ops.higher_order.run_with_rng_state,
+    )
+    return any(
+        node.op == "call_function"
+        and (
+            node.target in stateful
+            or torch.Tag.nondeterministic_seeded in getattr(node.target, "tags", ())
+        )
+        for node in gm.graph.nodes
+    )
 
 
 class DynamicGraphFunction:

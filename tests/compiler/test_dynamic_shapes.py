@@ -47,6 +47,19 @@ def test_mlp_dynamic_batch_front_half_once():
     assert stats["per_shape_front_half"] == 0
 
 
+def test_automatic_dynamic_after_a_second_shape():
+    model = _mlp()
+    compiled = torch.compile(model, backend="neuron")  # static first, then automatic dynamic
+    with torch.no_grad():
+        for batch in (3, 5, 7):
+            x = torch.randn(batch, 8)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+    stats = dynamic.stats()
+    assert stats["front_half"] == 1  # batch 3 compiled static; 5 and 7 share one program
+    assert stats["specializations"] == 2
+    assert stats["per_shape_front_half"] == 0
+
+
 def test_mlp_training_dynamic_gradients():
     model = _mlp()
     compiled = torch.compile(model, backend="neuron", dynamic=True)
@@ -207,3 +220,20 @@ def test_malformed_signature_refused(corrupt):
     corrupt(data)
     with pytest.raises(ValueError, match="dynamic signature"):
         SymbolicSignature.from_json(data)
+
+
+def test_random_graph_takes_the_per_shape_path_warned_and_counted():
+    def f(x):
+        return torch.nn.functional.dropout(x, p=0.5, training=True)
+
+    compiled = torch.compile(f, backend="neuron", dynamic=True)
+    with pytest.warns(UserWarning, match="compiled once per shape.*random ops"):
+        for n in (64, 96):
+            x = torch.rand(n, 8) + 1
+            out = compiled(x)
+            kept = out != 0
+            torch.testing.assert_close(out[kept], 2 * x[kept])
+            assert 0 < kept.sum() < n * 8
+    stats = dynamic.stats()
+    assert stats["front_half"] == 0
+    assert stats["per_shape_front_half"] == 2
