@@ -47,6 +47,20 @@ def test_mlp_dynamic_batch_front_half_once():
     assert stats["per_shape_front_half"] == 0
 
 
+def test_neuron_device_inputs_dynamic_batch():
+    model = _mlp()
+    on_device = _mlp().to("neuron")
+    compiled = torch.compile(on_device, backend="neuron", dynamic=True)
+    with torch.no_grad():
+        for batch in (3, 6):
+            x = torch.randn(batch, 8)
+            out = compiled(x.to("neuron"))
+            assert out.device.type == "neuron"
+            torch.testing.assert_close(out.cpu(), model(x), rtol=1e-5, atol=1e-5)
+    assert dynamic.stats()["front_half"] == 1
+    assert dynamic.stats()["specializations"] == 2
+
+
 def test_automatic_dynamic_after_a_second_shape():
     model = _mlp()
     compiled = torch.compile(model, backend="neuron")  # static first, then automatic dynamic
