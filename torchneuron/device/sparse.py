@@ -20,7 +20,8 @@ other (``dispatch``). The kernels come in three kinds:
   for dense tensors;
 - **every other op** with a sparse neuron operand runs its CPU kernel on CPU copies
   (the sparse CPU fallback: the boxed fallback of both keys, and a direct kernel for
-  each op with a sparse CPU kernel, since a composite kernel would otherwise win): it is recorded like the dense fallback
+  each op with a sparse CPU kernel, since a composite kernel would otherwise win). It
+  is recorded like the dense fallback
   (``torchneuron.get_fallback_ops()``, one warning per op) and raises
   ``NeuronFallbackError`` under ``TORCHNEURON_NO_FALLBACK=1``. The dispatcher never
   raises ``NotImplementedError`` for these keys.
@@ -484,10 +485,10 @@ def index_select(self: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Ten
     indices, values, sparse_dim = self._indices(), self._values(), self.sparse_dim()
     size = list(self.shape)
     size[dim] = index.shape[0]
+    index = index.to(indices.device, torch.int64)
     if dim >= sparse_dim:
         selected = values.index_select(dim - sparse_dim + 1, index)
         return _coo(indices, selected, size, self.is_coalesced())
-    index = index.to(indices.device, torch.int64)
     pairs = torch.nonzero(indices[dim].unsqueeze(1) == index.unsqueeze(0))
     entries, positions = pairs[:, 0], pairs[:, 1]
     new_indices = indices.index_select(1, entries)
