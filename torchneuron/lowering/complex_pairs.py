@@ -238,7 +238,9 @@ def _neg_rule(a):
     return Pair(-a.re, -a.im)
 
 
-@rule(aten._conj.default, aten.conj_physical.default, aten.conj.default)
+@rule(
+    aten._conj.default, aten.conj_physical.default, aten._conj_physical.default, aten.conj.default
+)
 def _conj_rule(a):
     return Pair(a.re, -a.im) if isinstance(a, Pair) else a
 
@@ -359,6 +361,11 @@ def _to_copy_rule(a, dtype=None, layout=None, device=None, pin_memory=None, **kw
     return NotImplemented
 
 
+@rule(torch.ops.prims.convert_element_type.default)
+def _convert_rule(a, dtype):
+    return _to_copy_rule(a, dtype=dtype)
+
+
 @rule(aten.where.self)
 def _where_rule(condition, a, b):
     ar, ai = _parts(a)
@@ -458,6 +465,9 @@ COMPONENTWISE = frozenset(
         aten.select_scatter.default,
         aten.fill.Scalar,
         aten.zero.default,
+        torch.ops.prims.squeeze.default,
+        torch.ops.prims.broadcast_in_dim.default,
+        torch.ops.prims.view_of.default,
         aten.zeros_like.default,
         aten.empty_like.default,
         aten.new_zeros.default,
