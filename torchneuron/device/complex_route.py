@@ -22,8 +22,6 @@ import torch
 from torchneuron.device import fallback
 from torchneuron.device.host import run_on_host
 from torchneuron.device.plan import DEVICE_TYPE, OpPlan
-from torchneuron.lowering import complex_pairs
-from torchneuron.lowering.complex_pairs import Pair
 
 aten = torch.ops.aten
 
@@ -54,7 +52,17 @@ def touches_complex(plan: OpPlan, values: list) -> bool:
     return False
 
 
+def _pairs():
+    """``lowering.complex_pairs``, imported at the first complex call: importing the
+    lowering package loads torch-mlir, which ``import torch`` must not (the device's
+    cheap-import rule)."""
+    from torchneuron.lowering import complex_pairs
+
+    return complex_pairs
+
+
 def _as_pair(value: Any) -> Any:
+    Pair = _pairs().Pair
     if isinstance(value, torch.Tensor) and value.dtype.is_complex:
         return Pair.of_stacked(torch.view_as_real(value.resolve_conj().resolve_neg()))
     if isinstance(value, (list, tuple)):
@@ -63,7 +71,7 @@ def _as_pair(value: Any) -> Any:
 
 
 def _as_complex(value: Any) -> Any:
-    if isinstance(value, Pair):
+    if isinstance(value, _pairs().Pair):
         return torch.view_as_complex(value.stacked())
     if isinstance(value, (list, tuple)):
         return type(value)(_as_complex(v) for v in value)
@@ -94,6 +102,7 @@ def _functional(plan: OpPlan):
 
 def run_complex(plan: OpPlan, values: list, tensors: list, device: int) -> Any:
     """Run a call that touches complex values (see the module's docstring)."""
+    complex_pairs = _pairs()
     op = plan.op
     target = None
     if plan.mutated:
