@@ -12,7 +12,7 @@ other (``dispatch``). The kernels come in three kinds:
   listed here only reads or replaces the tensor's metadata and calls dispatcher ops
   on its members (never a raw data pointer), so run on a neuron tensor it calls
   neuron ops;
-- **native** ops (``_NATIVE``): written here as dense gather/scatter formulations on
+- **native** ops (``_NATIVE``, kernels in ``sparse_kernels``): dense gather/scatter formulations on
   the index lists, each exact (``sparse @ dense`` is the scatter-add of
   ``values[k] * dense[col[k]]`` into row ``row[k]``; ``coalesce`` is ``unique`` on the
   linearised indices plus an ``index_add`` of the values). Ops whose output size
