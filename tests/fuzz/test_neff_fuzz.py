@@ -60,9 +60,12 @@ def test_smoke_run_finds_no_crash_hang_leak_or_forbidden_execution(tmp_path, cor
 @pytest.fixture(scope="module")
 def injected_run(tmp_path_factory, corpus_dir):
     out = tmp_path_factory.mktemp("injected")
+    # 10 s per case: an identity case on a worker restarted after an injected abort or
+    # hang loads and compiles its program from cold, which took over 4 s on a 2-core CI
+    # machine; an injected hang never answers, so it is a hang at any limit.
     status, counts, stdout = _fuzz(
         out,
-        "--cases", "16", "--workers", "2", "--timeout", "4", "--cli-every", "0",
+        "--cases", "16", "--workers", "2", "--timeout", "10", "--cli-every", "0",
         "--mutators", "test-abort,test-hang,test-leak,identity",
     )  # fmt: skip
     return out, status, counts
