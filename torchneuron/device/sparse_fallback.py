@@ -14,10 +14,9 @@ import torch
 from torch.utils._pytree import tree_map
 
 from torchneuron.device.fallback import record_fallback
+from torchneuron.device.plan import DEVICE_TYPE
 
 aten = torch.ops.aten
-
-DEVICE_TYPE = "neuron"
 
 
 def run_on_cpu(op: torch._ops.OpOverload, args: tuple, kwargs: dict):

@@ -15,8 +15,6 @@ from torchneuron.device.sparse_fallback import run_on_cpu as _run_on_cpu
 
 aten = torch.ops.aten
 
-DEVICE_TYPE = "neuron"
-
 
 def _is_sparse(value) -> bool:
     return isinstance(value, torch.Tensor) and value.layout == torch.sparse_coo
