@@ -25,6 +25,8 @@ import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("TORCHNEURON_XLA_SINGLE_THREADED", "1")
+# Measured natively: a graph that cannot run on the device raises instead of falling back.
+os.environ.setdefault("TORCHNEURON_NO_FALLBACK", "1")
 
 import torch  # noqa: E402
 from gpt_stack import GPT  # noqa: E402
