@@ -1,0 +1,155 @@
+"""The emulated NeuronCore: where each tile lives on chip, and running the instructions.
+
+``plan_memory`` places every SBUF and PSUM allocation of a trace for the span of
+instructions that use it (first use to last use, in program order):
+
+- SBUF: ``chip.sbuf_partitions`` partitions of ``chip.sbuf_bytes_per_partition`` bytes
+  (192 KiB on trn2, 256 KiB on trn3; hardware.py). A tile takes the same byte range in every
+  partition; ranges are handed out next-fit (a rotating cursor, so a loop's successive tiles
+  land in different places and can be in flight together, as the compiler's multi-buffering
+  allows), and a tile that finds no free range is refused: SBUF capacity exceeded.
+- PSUM: ``chip.psum_banks`` banks of ``psum_bytes_per_partition / psum_banks`` bytes (8 of
+  2 KiB). A PSUM tile takes one whole bank (a larger one is refused when declared); a ninth
+  live tile is refused.
+
+A tile placed where an earlier one was waits, in the schedule, for the earlier one's last
+access (write-after-read through reused memory).
+
+``execute`` then runs the instructions in program order on NumPy arrays: HBM tensors hold the
+kernel's inputs, on-chip tiles start as NaN (floats) so reading memory no instruction wrote
+shows in the result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from torchneuron.nki.errors import refuse
+from torchneuron.nki.tensor import PSUM, SBUF, Allocation
+from torchneuron.nki.trace import Trace
+
+
+@dataclass
+class Placement:
+    alloc: Allocation
+    offset: int  # SBUF: byte offset in each partition; PSUM: bank number
+    size: int  # SBUF: bytes per partition; PSUM: 1 (bank)
+    first: int  # first and last instruction index using it
+    last: int
+
+
+@dataclass
+class MemoryPlan:
+    placements: dict[int, Placement] = field(default_factory=dict)
+    # allocation id -> ids of earlier allocations whose memory it reuses
+    reuses: dict[int, list[int]] = field(default_factory=dict)
+    sbuf_high_water: int = 0  # bytes per partition
+    psum_high_water: int = 0  # banks
+
+
+def _uses(trace: Trace) -> dict[int, tuple[int, int]]:
+    spans: dict[int, tuple[int, int]] = {}
+    for instr in trace.instructions:
+        for tile in (*instr.reads, *instr.writes):
+            if tile.alloc.on_chip:
+                first, _ = spans.get(tile.alloc.id, (instr.index, instr.index))
+                spans[tile.alloc.id] = (first, instr.index)
+    return spans
+
+
+def _next_fit(live: list[Placement], size: int, capacity: int, cursor: int) -> int | None:
+    candidates = sorted({0, cursor, *(p.offset + p.size for p in live)})
+    ordered = [c for c in candidates if c >= cursor] + [c for c in candidates if c < cursor]
+    for start in ordered:
+        if start + size > capacity:
+            continue
+        if all(start + size <= p.offset or p.offset + p.size <= start for p in live):
+            return start
+    return None
+
+
+def plan_memory(trace: Trace) -> MemoryPlan:
+    chip = trace.chip
+    spans = _uses(trace)
+    by_id = {a.id: a for a in trace.allocations}
+    starting: dict[int, list[int]] = {}
+    for alloc_id, (first, _) in spans.items():
+        starting.setdefault(first, []).append(alloc_id)
+    plan = MemoryPlan()
+    live: dict[str, list[Placement]] = {SBUF: [], PSUM: []}
+    history: dict[str, list[Placement]] = {SBUF: [], PSUM: []}
+    cursor = {SBUF: 0, PSUM: 0}
+    capacity = {SBUF: chip.sbuf_bytes_per_partition, PSUM: chip.psum_banks}
+    for index in sorted(starting):
+        for buffer in live:
+            live[buffer] = [p for p in live[buffer] if p.last >= index]
+        for alloc_id in sorted(starting[index]):
+            alloc = by_id[alloc_id]
+            buffer = alloc.buffer
+            size = alloc.bytes_per_partition if buffer == SBUF else 1
+            offset = _next_fit(live[buffer], size, capacity[buffer], cursor[buffer])
+            if offset is None:
+                raise _capacity_error(trace, alloc, index, live[buffer], size, capacity[buffer])
+            first, last = spans[alloc_id]
+            placed = Placement(alloc, offset, size, first, last)
+            plan.reuses[alloc_id] = [
+                p.alloc.id
+                for p in history[buffer]
+                if not (offset + size <= p.offset or p.offset + p.size <= offset)
+            ]
+            # An earlier occupant inside this range no longer matters: whoever later reuses
+            # its bytes overlaps this tile, which waited for it.
+            history[buffer] = [
+                p
+                for p in history[buffer]
+                if not (offset <= p.offset and p.offset + p.size <= offset + size)
+            ] + [placed]
+            live[buffer].append(placed)
+            plan.placements[alloc_id] = placed
+            cursor[buffer] = (offset + size) % capacity[buffer]
+        plan.sbuf_high_water = max(plan.sbuf_high_water, sum(p.size for p in live[SBUF]))
+        plan.psum_high_water = max(plan.psum_high_water, len(live[PSUM]))
+    return plan
+
+
+def _capacity_error(trace, alloc, index, live, size, capacity):
+    chip = trace.chip
+    instr = trace.instructions[index]
+    what = f"{alloc.buffer}:{alloc.name}{list(alloc.shape)} {alloc.dtype.name} (declared at {alloc.location})"
+    if alloc.buffer == SBUF:
+        held = sum(p.size for p in live)
+        message = (
+            f"SBUF capacity exceeded: {what} needs {size} bytes per partition; {held} of the "
+            f"{capacity} bytes per partition are held by {len(live)} live tiles"
+            f"{' (or too fragmented)' if held + size <= capacity else ''}"
+        )
+    else:
+        message = (
+            f"PSUM capacity exceeded: {what} would be live tile {len(live) + 1}; PSUM has "
+            f"{chip.psum_banks} banks of {chip.psum_bytes_per_partition // chip.psum_banks} "
+            "bytes per partition, one tile per bank"
+        )
+    return refuse(f"nki.isa.{instr.name}", message, instr.location)
+
+
+def initial_state(trace: Trace) -> dict:
+    state: dict = {}
+    for alloc in trace.allocations:
+        if alloc.initial is not None:
+            state[alloc.id] = np.array(alloc.initial, dtype=alloc.dtype.numpy, copy=True)
+            continue
+        if alloc.dtype.is_float:
+            state[alloc.id] = np.full(alloc.shape, np.nan, dtype=alloc.dtype.numpy)
+        else:
+            state[alloc.id] = np.zeros(alloc.shape, dtype=alloc.dtype.numpy)
+    return state
+
+
+def execute(trace: Trace) -> dict:
+    """Run every instruction in program order; returns {allocation id: array}."""
+    state = initial_state(trace)
+    for instr in trace.instructions:
+        instr.run(state)
+    return state
