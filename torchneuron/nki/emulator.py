@@ -22,6 +22,7 @@ shows in the result.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -70,6 +71,40 @@ def _next_fit(live: list[Placement], size: int, capacity: int, cursor: int) -> i
     return None
 
 
+class _Occupants:
+    """Which allocation last held each byte range of a buffer (disjoint sorted segments)."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.ids: list[int] = []
+
+    def replace(self, start: int, end: int, alloc_id: int) -> list[int]:
+        """Make ``alloc_id`` the occupant of [start, end); return the previous occupants.
+
+        Only the latest occupant of a byte matters: it waited for the ones before it."""
+        i = max(0, bisect.bisect_right(self.starts, start) - 1)
+        previous: list[int] = []
+        pieces = [(start, end, alloc_id)]
+        j = i
+        while j < len(self.starts) and self.starts[j] < end:
+            s, e, owner = self.starts[j], self.ends[j], self.ids[j]
+            if e <= start:
+                pieces.append((s, e, owner))
+            else:
+                previous.append(owner)
+                if s < start:
+                    pieces.append((s, start, owner))
+                if e > end:
+                    pieces.append((end, e, owner))
+            j += 1
+        pieces.sort()
+        self.starts[i:j] = [p[0] for p in pieces]
+        self.ends[i:j] = [p[1] for p in pieces]
+        self.ids[i:j] = [p[2] for p in pieces]
+        return sorted(set(previous))
+
+
 def plan_memory(trace: Trace) -> MemoryPlan:
     chip = trace.chip
     spans = _uses(trace)
@@ -79,7 +114,7 @@ def plan_memory(trace: Trace) -> MemoryPlan:
         starting.setdefault(first, []).append(alloc_id)
     plan = MemoryPlan()
     live: dict[str, list[Placement]] = {SBUF: [], PSUM: []}
-    history: dict[str, list[Placement]] = {SBUF: [], PSUM: []}
+    occupants = {SBUF: _Occupants(), PSUM: _Occupants()}
     cursor = {SBUF: 0, PSUM: 0}
     capacity = {SBUF: chip.sbuf_bytes_per_partition, PSUM: chip.psum_banks}
     for index in sorted(starting):
@@ -94,18 +129,7 @@ def plan_memory(trace: Trace) -> MemoryPlan:
                 raise _capacity_error(trace, alloc, index, live[buffer], size, capacity[buffer])
             first, last = spans[alloc_id]
             placed = Placement(alloc, offset, size, first, last)
-            plan.reuses[alloc_id] = [
-                p.alloc.id
-                for p in history[buffer]
-                if not (offset + size <= p.offset or p.offset + p.size <= offset)
-            ]
-            # An earlier occupant inside this range no longer matters: whoever later reuses
-            # its bytes overlaps this tile, which waited for it.
-            history[buffer] = [
-                p
-                for p in history[buffer]
-                if not (offset <= p.offset and p.offset + p.size <= offset + size)
-            ] + [placed]
+            plan.reuses[alloc_id] = occupants[buffer].replace(offset, offset + size, alloc_id)
             live[buffer].append(placed)
             plan.placements[alloc_id] = placed
             cursor[buffer] = (offset + size) % capacity[buffer]

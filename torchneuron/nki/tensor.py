@@ -13,6 +13,7 @@ positive steps), except that an index out of bounds is an error instead of being
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -131,7 +132,7 @@ class Allocation:
     def on_chip(self) -> bool:
         return self.buffer in ON_CHIP
 
-    @property
+    @functools.cached_property
     def partitions(self) -> int:
         return self.shape[0] if self.on_chip and self.shape else 1
 
@@ -163,7 +164,7 @@ class Tile:
     index: tuple[DimIndex, ...]  # one entry per allocation dimension
 
     # -- shape ------------------------------------------------------------------------
-    @property
+    @functools.cached_property
     def shape(self) -> tuple[int, ...]:
         return tuple(_range_len(i) for i in self.index if not isinstance(i, int))
 
@@ -187,12 +188,12 @@ class Tile:
         first = self.index[0]
         return 1 if isinstance(first, int) else _range_len(first)
 
-    @property
+    @functools.cached_property
     def free_size(self) -> int:
         """Elements per partition."""
         return math.prod(self.shape) // max(1, self.partitions) if self.shape else 1
 
-    @property
+    @functools.cached_property
     def size(self) -> int:
         return math.prod(self.shape)
 
@@ -226,6 +227,7 @@ class Tile:
     def numpy_index(self) -> tuple:
         return tuple(i if isinstance(i, int) else slice(*i) for i in self.index)
 
+    @functools.cached_property
     def bounds(self) -> tuple[tuple[int, int], tuple[int, int], bool]:
         """(partition range, flat free-element range, exact): the view's bounding box in its
         allocation (ranges half-open). ``exact`` says the view covers every element of it."""

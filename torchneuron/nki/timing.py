@@ -15,7 +15,8 @@ formulas the compile-time cost model uses (``torchneuron.estimate.engine_cost``)
 - DMA: ``chip.dma_engines_per_core`` queues; a transfer takes the queue that frees first,
   waits the fixed DMA latency (``DMA_FIXED_LATENCY_S``), then streams its bytes through the
   core's DMA bandwidth, which all queues share (``engine_cost.hbm_bytes_per_second`` with
-  HBM on either side, ``onchip_dma_bytes_per_second`` for SBUF to SBUF).
+  HBM on either side, ``onchip_dma_bytes_per_second`` for SBUF to SBUF): it takes the first
+  stretch of time after it is ready in which the bandwidth is free for long enough.
 
 Each engine runs its instructions in program order. An instruction starts when its engine is
 free and the instructions it depends on have ended: read-after-write, write-after-read and
@@ -25,6 +26,7 @@ write-after-write on overlapping parts of a tile, and reuse of a tile's memory (
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 from torchneuron.estimate import engine_cost
@@ -116,7 +118,7 @@ class _Access:
     __slots__ = ("part", "free", "exact", "end", "index")
 
     def __init__(self, tile, end, index):
-        self.part, self.free, self.exact = tile.bounds()
+        self.part, self.free, self.exact = tile.bounds
         self.end = end
         self.index = index
 
@@ -138,12 +140,46 @@ class _Access:
         )
 
 
+class _Bandwidth:
+    """The core's DMA bandwidth over time: a transfer streams in the first gap after it is
+    ready that is long enough (a transfer still waiting for its data does not hold up the
+    transfers of other queues)."""
+
+    def __init__(self) -> None:
+        self.starts: list[float] = []  # disjoint busy intervals, sorted, merged when touching
+        self.ends: list[float] = []
+
+    def reserve(self, ready: float, seconds: float) -> float:
+        i = max(0, bisect.bisect_right(self.starts, ready) - 1)
+        start = ready
+        while i < len(self.starts):
+            if self.ends[i] <= start:
+                i += 1
+                continue
+            if self.starts[i] >= start + seconds:
+                break
+            start = max(start, self.ends[i])
+            i += 1
+        end = start + seconds
+        # insert [start, end) and merge with neighbours that touch it
+        j = bisect.bisect_left(self.starts, start)
+        self.starts.insert(j, start)
+        self.ends.insert(j, end)
+        if j + 1 < len(self.starts) and self.starts[j + 1] <= end:
+            self.ends[j] = max(end, self.ends[j + 1])
+            del self.starts[j + 1], self.ends[j + 1]
+        if j > 0 and self.ends[j - 1] >= self.starts[j]:
+            self.ends[j - 1] = max(self.ends[j - 1], self.ends[j])
+            del self.starts[j], self.ends[j]
+        return start
+
+
 def schedule(trace: Trace, plan: MemoryPlan) -> Schedule:
     chip = trace.chip
     result = Schedule(chip)
     lane_free: dict[str, float] = {}
     queues = [f"{_trace.DMA}{k}" for k in range(chip.dma_engines_per_core)]
-    pipe_free = 0.0
+    pipe = _Bandwidth()
     writes: dict[int, list[_Access]] = {}
     reads: dict[int, list[_Access]] = {}
     last_end: dict[int, float] = {}
@@ -175,9 +211,9 @@ def schedule(trace: Trace, plan: MemoryPlan) -> Schedule:
         if instr.engine == _trace.DMA:
             lane = min(queues, key=lambda q: lane_free.get(q, 0.0))
             start = max(ready, lane_free.get(lane, 0.0))
-            stream_start = max(start + chip.dma_fixed_latency_s, pipe_free)
-            end = stream_start + instr.cost["bytes"] / dma_bytes_per_second(chip, instr.cost["hbm"])
-            pipe_free = end
+            seconds = instr.cost["bytes"] / dma_bytes_per_second(chip, instr.cost["hbm"])
+            stream_start = pipe.reserve(start + chip.dma_fixed_latency_s, seconds)
+            end = stream_start + seconds
             busy_from = stream_start
         else:
             busy_from = None
