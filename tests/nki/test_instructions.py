@@ -307,3 +307,70 @@ def test_where_and_convenience_forms():
     y = torch.where(t > 0, torch.exp(t) * 2.0 + 1.0, torch.tensor(0.0))
     expected = y - y.amax(dim=1, keepdim=True)
     np.testing.assert_allclose(kernel(x), expected.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_scalar_tensor_tensor_tensor_scalar_reduce_partition_reduce_reciprocal():
+    x = RNG.uniform(0.5, 2.0, (64, 24)).astype(np.float32)
+    y = RNG.standard_normal((64, 24)).astype(np.float32)
+
+    @nki.jit
+    def kernel(x, y):
+        outs = [
+            nl.ndarray((64, 24), dtype=nl.float32, buffer=nl.shared_hbm),
+            nl.ndarray((64, 1), dtype=nl.float32, buffer=nl.shared_hbm),
+            nl.ndarray((1, 24), dtype=nl.float32, buffer=nl.shared_hbm),
+            nl.ndarray((64, 24), dtype=nl.float32, buffer=nl.shared_hbm),
+        ]
+        a, b = nl.load(x), nl.load(y)
+        stt = nl.ndarray((64, 24), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.scalar_tensor_tensor(stt, a, nl.subtract, 1.0, nl.multiply, b)  # (a - 1) * b
+        nl.store(outs[0], stt)
+        scaled = nl.ndarray((64, 24), dtype=nl.float32, buffer=nl.sbuf)
+        row_max = nl.ndarray((64, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar_reduce(scaled, a, nl.multiply, 3.0, nl.maximum, row_max)
+        nl.store(outs[1], row_max)
+        column_sum = nl.ndarray((1, 24), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_partition_reduce(column_sum, nl.add, b)
+        nl.store(outs[2], column_sum)
+        inv = nl.ndarray((64, 24), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.reciprocal(inv, a)
+        nl.store(outs[3], inv)
+        return tuple(outs)
+
+    stt, row_max, column_sum, inv = kernel(x, y)
+    tx, ty = torch.from_numpy(x), torch.from_numpy(y)
+    np.testing.assert_allclose(stt, ((tx - 1) * ty).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(row_max[:, 0], (tx * 3).amax(dim=1).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(column_sum[0], ty.sum(dim=0).numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(inv, (1 / tx).numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "bad_call",
+    [
+        lambda t: nl.ndarray((128, "x"), dtype=nl.float32),
+        lambda t: nl.ndarray((128, 4), dtype="float64"),
+        lambda t: nl.ndarray((128, 4), dtype=nl.float32, buffer="l2"),
+        lambda t: nisa.tensor_scalar(t, t, "add", 1.0),
+        lambda t: nisa.activation(dst=t, op=nl.add, data=t),
+        lambda t: nisa.activation(dst=t, op=nl.exp, data=t, scale="2"),
+        lambda t: nisa.memset(t, "zero"),
+        lambda t: nisa.iota(t, pattern="abc"),
+        lambda t: nisa.tensor_reduce(t, nl.add, t, axis="1"),
+        lambda t: nisa.tensor_copy(t, np.zeros((128, 4))),
+        lambda t: nl.affine_range(2.5),
+        lambda t: t[0:2:-1],
+        lambda t: t[t],
+        lambda t: bool(t),
+        lambda t: nisa.tensor_copy(t, t, engine=nisa.engine.tensor),
+    ],
+)
+def test_stranger_arguments_get_one_nki_error(bad_call):
+    def kernel(x):
+        t = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.sbuf)
+        bad_call(t)
+        return x
+
+    with pytest.raises(nki.NKIError) as info:
+        nki.simulate(kernel)(np.zeros((4, 4), np.float32))
+    assert "test_instructions.py:" in str(info.value) and "\n" not in str(info.value)

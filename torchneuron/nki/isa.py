@@ -756,3 +756,152 @@ def select_reduce(
         free=dst.free_size,
         dtype=_rate_dtype(on_true, dst),
     )
+
+
+def scalar_tensor_tensor(
+    dst, data, op0, operand0, op1, operand1, reverse0=False, reverse1=False, name=None
+):
+    """``dst = (data <op0> operand0) <op1> operand1`` on VectorE: ``operand0`` a scalar or a
+    (partitions, 1) vector, ``operand1`` a tile shaped like ``data``."""
+    instr = "scalar_tensor_tensor"
+    dst = _tile(dst, instr, "dst")
+    data = _tile(data, instr, "data")
+    operand1 = _tile(operand1, instr, "operand1")
+    for tile, role in ((data, "data"), (operand1, "operand1")):
+        _check_access(instr, _trace.VECTOR, tile, role, write=False)
+        _same_layout(instr, dst, tile, "dst", role)
+    _check_access(instr, _trace.VECTOR, dst, "dst", write=True)
+    if data.buffer == PSUM and operand1.buffer == PSUM:
+        raise refuse(_name(instr), "data and operand1 cannot both be in PSUM")
+    first, second = _alu(instr, op0, "op0"), _alu(instr, op1, "op1")
+    operand0 = _vector_operand(instr, _trace.VECTOR, operand0, data, "operand0")
+    if operand0 is None:
+        raise refuse(_name(instr), "operand0 is required")
+
+    def run(state):
+        x, scalar = read_2d(state, data), _operand_value(state, operand0)
+        x = first.fn(scalar, x) if reverse0 else first.fn(x, scalar)
+        other = read_2d(state, operand1)
+        write(state, dst, second.fn(other, x) if reverse1 else second.fn(x, other))
+
+    _record(
+        instr,
+        _trace.VECTOR,
+        (data, operand0, operand1),
+        (dst,),
+        run,
+        free=data.free_size,
+        dtype=_rate_dtype(data, operand1, dst),
+        op=f"{first.name},{second.name}",
+    )
+
+
+def tensor_scalar_reduce(
+    dst,
+    data,
+    op0,
+    operand0,
+    reduce_op,
+    reduce_res=None,
+    reverse0=False,
+    reduce_cmd=reduce_cmd.reset_reduce,
+    reduce_init=None,
+    reduce_res_negate=False,
+    name=None,
+):
+    """``dst = data <op0> operand0`` on VectorE, and ``reduce_res`` = the rows of ``dst``
+    reduced with ``reduce_op`` (only ``reduce_cmd=reset_reduce`` is modelled)."""
+    instr = "tensor_scalar_reduce"
+    if reduce_cmd.value != "reset_reduce" or reduce_init is not None:
+        raise refuse(
+            _name(instr), "only reduce_cmd=reset_reduce without reduce_init is supported yet"
+        )
+    reducer = _alu(instr, reduce_op, "reduce_op")
+    if reducer.name not in ("add", "multiply", "maximum", "minimum"):
+        raise refuse(
+            _name(instr),
+            f"reduce_op {reducer!r} must be nl.add, nl.multiply, nl.maximum or nl.minimum",
+        )
+    tensor_scalar(dst, data, op0, operand0, reverse0=reverse0)
+    if reduce_res is None:
+        return
+    dst_tile = dst
+    result = _tile(reduce_res, instr, "reduce_res")
+    _check_access(instr, _trace.VECTOR, result, "reduce_res", write=True)
+    if result.partitions != dst_tile.partitions or result.free_size != 1:
+        raise refuse(
+            _name(instr), f"reduce_res {result.describe()} must be ({dst_tile.partitions}, 1)"
+        )
+    # Folded into the tensor_scalar instruction: the reduction costs nothing extra here.
+    recorded = _trace.current().instructions[-1]
+    inner = recorded.run
+
+    def run(state):
+        inner(state)
+        values = reducer.reduce(read_2d(state, dst_tile), axis=1, dtype=np.float32)
+        write(state, result, -values if reduce_res_negate else values)
+
+    recorded.name = instr
+    recorded.run = run
+    recorded.writes = (*recorded.writes, result)
+
+
+def tensor_partition_reduce(dst, op, data, name=None):
+    """Reduce ``data`` across its partitions on GpSimd: ``dst`` has one partition."""
+    instr = "tensor_partition_reduce"
+    dst = _tile(dst, instr, "dst")
+    data = _tile(data, instr, "data")
+    _check_access(instr, _trace.GPSIMD, data, "data", write=False)
+    _check_access(instr, _trace.GPSIMD, dst, "dst", write=True)
+    mean = getattr(op, "name", None) == "mean"
+    alu = _ops.ALU_OPS["add"] if mean else _alu(instr, op)
+    if alu.reduce is None:
+        raise refuse(_name(instr), f"{alu!r} is not a reduction operator")
+    if dst.partitions != 1 or dst.free_size != data.free_size:
+        raise refuse(_name(instr), f"dst {dst.describe()} must be (1, {data.free_size})")
+
+    def run(state):
+        x = read_2d(state, data)
+        if alu.kind == _ops.BITVEC:
+            values = alu.reduce(x.astype(np.int64), axis=0)
+        else:
+            values = alu.reduce(x, axis=0, dtype=np.float32)
+            if mean:
+                values = values / np.float32(data.partitions)
+        write(state, dst, values.reshape(1, -1))
+
+    # The lanes combine partitions: cost as streaming all partitions' elements.
+    _record(
+        instr,
+        _trace.GPSIMD,
+        (data,),
+        (dst,),
+        run,
+        free=data.free_size,
+        dtype=_rate_dtype(data, dst),
+        op=alu.name,
+    )
+
+
+def reciprocal(dst, data, name=None):
+    """``dst = 1 / data`` on VectorE."""
+    instr = "reciprocal"
+    dst = _tile(dst, instr, "dst")
+    data = _tile(data, instr, "data")
+    _check_access(instr, _trace.VECTOR, data, "data", write=False)
+    _check_access(instr, _trace.VECTOR, dst, "dst", write=True)
+    _same_layout(instr, dst, data, "dst", "data")
+
+    def run(state):
+        with np.errstate(divide="ignore"):
+            write(state, dst, np.float32(1.0) / read_2d(state, data))
+
+    _record(
+        instr,
+        _trace.VECTOR,
+        (data,),
+        (dst,),
+        run,
+        free=data.free_size,
+        dtype=_rate_dtype(data, dst),
+    )

@@ -357,7 +357,7 @@ def new_allocation(shape, dtype, buffer: str, name: str, instruction: str, chip)
         shape = (shape,)
     try:
         shape = tuple(int(n) for n in shape)
-    except TypeError:
+    except (TypeError, ValueError):
         raise refuse(instruction, f"shape {shape!r} is not a tuple of ints", location) from None
     if any(n <= 0 for n in shape) or not shape:
         raise refuse(instruction, f"shape {shape} must be non-empty and positive", location)
