@@ -147,3 +147,44 @@ def test_profile_writes_a_perfetto_trace_and_summary(tmp_path):
     assert slices[1]["args"]["line"].startswith("test_timing.py:")
     summary = result.summary()
     assert "ScalarE" in summary and "SBUF high water: 4096 of 196608" in summary
+
+
+def test_a_tile_reusing_memory_waits_for_the_previous_occupant():
+    def kernel(x):
+        a = nl.ndarray((128, 48 * 1024), dtype=nl.float32, buffer=nl.sbuf)  # all of SBUF
+        nisa.memset(a, 1.0)
+        p = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+        nisa.activation(dst=p, op=nl.exp, data=a[:, 0:512])  # a's last use (ScalarE)
+        b = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.iota(b, pattern=[[1, 512]], offset=0)  # GpSimd: nothing in common with a but bytes
+        nisa.tensor_copy(b, p)
+        return x
+
+    slots, run = _slots(kernel, X)
+    assert run.plan.placements[run.trace.allocations[-1].id].offset == 0
+    assert slots["iota#2"].start == slots["activation#1"].end
+
+
+def test_sbuf_capacity_is_the_targets():
+    def kernel(x):
+        a = nl.ndarray((128, 60000), dtype=nl.float32, buffer=nl.sbuf)  # 240,000 bytes
+        nisa.memset(a, 0.0)
+        return x
+
+    with pytest.raises(nki.NKIError, match="SBUF capacity exceeded"):
+        nki.estimate(kernel)(X)  # trn2: 192 KiB per partition
+    run = nki.estimate(kernel, target="trn3")(X)  # trn3: 256 KiB per partition
+    assert run.plan.sbuf_high_water == 240000
+
+
+def test_listing_names_each_instruction_engine_and_line():
+    @nki.jit
+    def kernel(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.exp(nl.load(x)))
+        return out
+
+    text = nki.estimate(kernel)(X).listing()
+    lines = text.splitlines()
+    assert len(lines) == 3
+    assert "activation" in lines[1] and "ScalarE" in lines[1] and "test_timing.py:" in lines[1]

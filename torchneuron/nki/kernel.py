@@ -30,6 +30,21 @@ class KernelRun:
     outputs: object = None  # like the kernel's return value, with numpy arrays for tiles
     schedule: timing.Schedule | None = None
 
+    def listing(self) -> str:
+        """The instruction stream, one line each: index, engine (or DMA queue), start and end
+        in microseconds when scheduled, instruction, operands, kernel line."""
+        slots = {s.instruction.index: s for s in self.schedule.slots} if self.schedule else {}
+        lines = []
+        for instr in self.trace.instructions:
+            slot = slots.get(instr.index)
+            lane = slot.lane if slot else instr.engine
+            when = f" {slot.start * 1e6:9.3f} {slot.end * 1e6:9.3f} us" if slot else ""
+            lines.append(
+                f"{instr.index:5d} {lane:<7}{when} {instr.name:<22} {instr.operands()}  "
+                f"# {instr.location}"
+            )
+        return "\n".join(lines)
+
     @property
     def seconds(self) -> float:
         if self.schedule is None:
