@@ -96,10 +96,10 @@ def _is_torch_tensor(value) -> bool:
 
 
 def _argument(trace: _trace.Trace, value, name: str):
-    if isinstance(value, np.ndarray) or (
-        isinstance(value, np.generic) and not isinstance(value, (bool, int, float))
-    ):
-        array = np.asarray(value)
+    if isinstance(value, np.generic):
+        return value.item()  # a NumPy scalar is a compile-time constant, like a Python one
+    if isinstance(value, np.ndarray):
+        array = value
         dtype = as_dtype(array.dtype, f"kernel argument {name}")
         if array.ndim == 0:
             array = array.reshape(1)

@@ -227,7 +227,7 @@ def _accumulate(acc: Tile, value) -> Tile:
     retargeted to write ``acc`` with ``accumulate=True``, as NKI's compiler does; anything
     else is a VectorE add."""
     trace = _trace.current()
-    pending = getattr(trace, "pending_matmul", {})
+    pending = trace.pending_matmul
     args = pending.pop(value.alloc.id, None) if isinstance(value, Tile) else None
     fresh = args is not None and trace.instructions[-1] is args["instruction"]
     if fresh and acc.buffer == PSUM:
@@ -256,8 +256,6 @@ def matmul(x: Tile, y: Tile, transpose_x=False, **kwargs) -> Tile:
     out = ndarray((x.free_size, y.free_size), float32, buffer=psum)
     _isa.nc_matmul(out, x, y)
     trace = _trace.current()
-    if not hasattr(trace, "pending_matmul"):
-        trace.pending_matmul = {}
     trace.pending_matmul.clear()
     trace.pending_matmul[out.alloc.id] = {
         "instruction": trace.instructions[-1],

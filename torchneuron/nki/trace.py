@@ -54,6 +54,9 @@ class Trace:
         self.instructions: list[Instruction] = []
         self.allocations: list[Allocation] = []
         self._names: dict[str, int] = {}
+        # nl.matmul results not yet read, by allocation id: ``acc += nl.matmul(...)``
+        # retargets such a matmul to accumulate into ``acc`` (language._accumulate).
+        self.pending_matmul: dict[int, dict] = {}
 
     def allocate(self, shape, dtype, buffer: str, name: str | None, instruction: str):
         base = name or buffer
