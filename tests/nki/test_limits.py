@@ -223,3 +223,28 @@ def test_kernel_must_return_hbm_and_torch_inputs_are_refused():
         nki.jit(kernel)(torch.zeros(2))
     with pytest.raises(NKIError, match="only inside a kernel"):
         nl.ndarray((2, 2), dtype=nl.float32)
+
+
+def test_reading_memory_no_instruction_wrote():
+    def kernel(x):
+        t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(t[:, 0:32], 0.0)
+        u = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(u, t)  # UNINIT
+        return x
+
+    message = _refused(
+        kernel, X, instruction="nki.isa.tensor_copy", marker="UNINIT", limit="uninitialized memory"
+    )
+    assert "reads 4096 of the 8192 elements" in message
+
+
+def test_accumulating_onto_unwritten_psum_is_refused():
+    def kernel(x):
+        s = nl.ndarray((128, 64), dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.memset(s, 1.0)
+        p = nl.ndarray((64, 64), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(p, s, s, accumulate=True)  # ACCUMULATE
+        return x
+
+    _refused(kernel, X, instruction="nki.isa.nc_matmul", marker="ACCUMULATE", limit="uninitialized")

@@ -16,8 +16,8 @@ A tile placed where an earlier one was waits, in the schedule, for the earlier o
 access (write-after-read through reused memory).
 
 ``execute`` then runs the instructions in program order on NumPy arrays: HBM tensors hold the
-kernel's inputs, on-chip tiles start as NaN (floats) so reading memory no instruction wrote
-shows in the result.
+kernel's inputs; an instruction reading an element of any other tensor that no earlier
+instruction wrote is refused (hardware would read stale memory).
 """
 
 from __future__ import annotations
@@ -172,8 +172,30 @@ def initial_state(trace: Trace) -> dict:
 
 
 def execute(trace: Trace) -> dict:
-    """Run every instruction in program order; returns {allocation id: array}."""
+    """Run every instruction in program order; returns {allocation id: array}.
+
+    An instruction that reads an element no earlier instruction wrote (and that is not a
+    kernel input) is refused: on hardware it would read whatever the memory held."""
     state = initial_state(trace)
+    written = {
+        alloc.id: np.zeros(alloc.shape, dtype=bool)
+        for alloc in trace.allocations
+        if alloc.initial is None
+    }
     for instr in trace.instructions:
+        for tile in instr.reads:
+            mask = written.get(tile.alloc.id)
+            if mask is not None and not mask[tile.numpy_index()].all():
+                missing = int((~mask[tile.numpy_index()]).sum())
+                raise refuse(
+                    f"nki.isa.{instr.name}",
+                    f"reads {missing} of the {tile.size} elements of {tile.describe()} that no "
+                    f"instruction wrote (uninitialized memory; declared at {tile.alloc.location})",
+                    instr.location,
+                )
         instr.run(state)
+        for tile in instr.writes:
+            mask = written.get(tile.alloc.id)
+            if mask is not None:
+                mask[tile.numpy_index()] = True
     return state
