@@ -5,6 +5,11 @@ ATen graphs (with torch-mlir's decompositions); each is compiled to a NEFF by
 ``compile_graph`` and run on the emulated NeuronCore. A graph that cannot be
 lowered runs on the CPU with a warning, or raises when
 ``TORCHNEURON_NO_FALLBACK=1``.
+
+Why this file is long: every way a Dynamo graph is compiled (static, symbolic,
+bucketed, per shape, complex, split at collectives) dispatches from one function
+here, and the callables they return share the calling convention of
+``NeuronGraphFunction``; split, each would import the others back.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from torchneuron import collective_graphs, settings
-from torchneuron.compiler import dynamic, tensors
+from torchneuron.compiler import buckets, dynamic, tensors
 from torchneuron.compiler.pipeline import CompiledGraph, compile_graph
 from torchneuron.lowering import DynamicShapeError, LoweringError, decomposition_table
 from torchneuron.lowering.complex_graph import PairedGraph, graph_has_complex
@@ -38,7 +43,7 @@ _graph_ids = itertools.count()
 class NeuronBackendOptions:
     """Options given as ``torch.compile(..., options={...})``."""
 
-    KNOWN = ("target", "pipeline", "dump_dir", "core")
+    KNOWN = ("target", "pipeline", "dump_dir", "core", "buckets")
 
     def __init__(self, options: dict[str, Any] | None):
         options = dict(options or {})
@@ -58,6 +63,11 @@ class NeuronBackendOptions:
         self.dump_dir: str | None = options.get("dump_dir")
         # None: the core of the inputs' neuron device (the current device for CPU inputs)
         self.core: int | None = int(options["core"]) if "core" in options else None
+        # sizes to pad a dynamic dimension up to (compiler/buckets.py); None: exact sizes
+        if "buckets" in options:
+            self.buckets = buckets.parse_buckets(options["buckets"], "option 'buckets'")
+        else:
+            self.buckets = buckets.buckets_from_env()
 
 
 def neuron_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options=None, **kw):
@@ -119,6 +129,7 @@ def _dynamo_graph_key(gm: torch.fx.GraphModule, example_inputs, opts) -> str | N
                 opts.pipeline,
                 opts.dump_dir,
                 opts.core,
+                opts.buckets,
             )
         ).encode()
     )
@@ -134,9 +145,14 @@ def _compile_dynamo_graph(gm: torch.fx.GraphModule, example_inputs, opts):
     def compile_backward(fx_gm, fx_inputs):
         return _compile_or_fallback(fx_gm, fx_inputs, f"graph{graph_id}_backward", opts)
 
+    def compile_inference(fx_gm, fx_inputs):
+        name = f"graph{graph_id}_forward"
+        return _compile_or_fallback(fx_gm, fx_inputs, name, opts, inference=True)
+
     compiler = aot_autograd(
         fw_compiler=compile_forward,
         bw_compiler=compile_backward,
+        inference_compiler=compile_inference,
         decompositions=decomposition_table(),
     )
     # The math attention kernel decomposes into ops with lowerings, and so does
@@ -150,13 +166,20 @@ def fallback_disabled() -> bool:
     return settings.env_flag(settings.NO_FALLBACK)
 
 
-def _compile_or_fallback(gm: torch.fx.GraphModule, example_inputs, name: str, opts):
+def _compile_or_fallback(
+    gm: torch.fx.GraphModule, example_inputs, name: str, opts, inference: bool = False
+):
     if _has_symbolic_inputs(gm):
-        return make_boxed_func(_compile_dynamic_or_per_shape(gm, example_inputs, name, opts))
+        return make_boxed_func(
+            _compile_dynamic_or_per_shape(gm, example_inputs, name, opts, inference)
+        )
     if graph_has_complex(gm):
         # complex values as real pairs, FFTs as DFT matmuls (lowering/complex_graph.py)
         compile_real = lambda real, inputs: _compile_or_fallback(real, inputs, name, opts)  # noqa: E731
-        return make_boxed_func(PairedGraph(gm, example_inputs, compile_real))
+        try:
+            return make_boxed_func(PairedGraph(gm, example_inputs, compile_real))
+        except LoweringError as exc:  # a complex op without a real-pair rule
+            return _graph_on_cpu(gm, name, exc)
     if collective_graphs.needs_split(gm):
         # Collectives call the process group: the compute between them is compiled
         # in segments, the collectives run eagerly in between (collective_graphs.py).
@@ -180,16 +203,20 @@ def _compile_or_fallback(gm: torch.fx.GraphModule, example_inputs, name: str, op
                 dump_dir=opts.dump_dir,
             )
     except LoweringError as exc:
-        if fallback_disabled():
-            raise
-        warnings.warn(
-            f"torchneuron: graph {name} runs on the CPU, not on the NeuronCore, because it "
-            f"could not be compiled: {exc}\n(set {settings.NO_FALLBACK}=1 to make this an error)",
-            stacklevel=2,
-        )
-        return make_boxed_func(gm.forward)
+        return _graph_on_cpu(gm, name, exc)
     random_key = bool(seeded and seeded.takes_key)
     return make_boxed_func(NeuronGraphFunction(compiled, opts.core, random_key, _output_device(gm)))
+
+
+def _graph_on_cpu(gm: torch.fx.GraphModule, name: str, exc: LoweringError):
+    if fallback_disabled():
+        raise exc
+    warnings.warn(
+        f"torchneuron: graph {name} runs on the CPU, not on the NeuronCore, because it "
+        f"could not be compiled: {exc}\n(set {settings.NO_FALLBACK}=1 to make this an error)",
+        stacklevel=3,
+    )
+    return make_boxed_func(gm.forward)
 
 
 class NeuronGraphFunction:
@@ -269,10 +296,18 @@ class NeuronGraphFunction:
         return np.zeros(spec["shape"], dtype=tensors.numpy_dtype(spec["dtype"]))
 
 
-def _compile_dynamic_or_per_shape(gm: torch.fx.GraphModule, example_inputs, name: str, opts):
+def _compile_dynamic_or_per_shape(
+    gm: torch.fx.GraphModule, example_inputs, name: str, opts, inference: bool = False
+):
     """A graph with symbolic sizes: its front half compiled once (``DynamicGraphFunction``);
     where it cannot stay symbolic, retraced and compiled per shape, with a warning that
-    says why (counted in ``dynamic.STATS["per_shape_front_half"]``)."""
+    says why (counted in ``dynamic.STATS["per_shape_front_half"]``). With buckets, an
+    inference graph whose results padding cannot change runs padded to the buckets
+    (``buckets.BucketedFunction``); any other graph runs exactly, with one warning."""
+    if opts.buckets is not None:
+        bucketed = _compile_bucketed(gm, name, opts, inference)
+        if bucketed is not None:
+            return bucketed
     try:
         with unset_fake_temporarily():
             if _draws_random_words(gm):
@@ -289,6 +324,40 @@ def _compile_dynamic_or_per_shape(gm: torch.fx.GraphModule, example_inputs, name
         )
         return ShapeSpecializingFunction(gm, name, opts)
     return DynamicGraphFunction(program, size_positions, opts.core, _output_device(gm))
+
+
+def _compile_bucketed(gm: torch.fx.GraphModule, name: str, opts, inference: bool):
+    """``gm`` padded to ``opts.buckets`` (a ``BucketedFunction``), or None after one
+    warning (counted in ``buckets.STATS["refusals"]``) when padding could change a result
+    or the graph cannot stay symbolic."""
+    try:
+        if not inference:
+            if name.endswith("_backward"):
+                return None  # its forward graph warned already
+            raise buckets.BucketRefused(
+                "it is a training graph: its backward would read padded activations; "
+                "buckets apply to inference (torch.no_grad()) graphs"
+            )
+        with unset_fake_temporarily():
+            if _draws_random_words(gm):
+                raise buckets.BucketRefused("it draws random numbers")
+            plan = buckets.plan_buckets(gm, opts.buckets)
+            program, size_positions = dynamic.compile_dynamic_graph(
+                plan.graph_module, name=name, target=opts.target, pipeline=opts.pipeline
+            )
+    except buckets.NothingToBucket:
+        return None
+    except (buckets.BucketRefused, LoweringError) as exc:
+        buckets.STATS["refusals"] += 1
+        warnings.warn(
+            f"torchneuron: graph {name} is not padded to buckets {list(opts.buckets)} "
+            f"(it runs at each exact size) because {exc}",
+            stacklevel=3,
+        )
+        return None
+    buckets.STATS["bucketed_graphs"] += 1
+    inner = DynamicGraphFunction(program, size_positions, opts.core, _output_device(gm))
+    return buckets.BucketedFunction(inner, plan)
 
 
 def _draws_random_words(gm: torch.fx.GraphModule) -> bool:
@@ -308,6 +377,10 @@ def _draws_random_words(gm: torch.fx.GraphModule) -> bool:
     )
 
 
+# Concrete shapes whose programs one graph keeps loaded (the oldest is dropped first).
+SHAPES_PER_GRAPH = 64
+
+
 class DynamicGraphFunction:
     """Runs a ``DynamicProgram``: binds its symbols from the inputs' shapes (a shape
     outside its signature is a ``ShapeConstraintError``), specializes it once per
@@ -318,7 +391,7 @@ class DynamicGraphFunction:
         self.size_positions = set(size_positions)
         self.core = core
         self.device = device
-        self._by_shapes: dict[tuple, NeuronGraphFunction] = {}
+        self._by_shapes: LRU[tuple, NeuronGraphFunction] = LRU(capacity=SHAPES_PER_GRAPH)
 
     def __call__(self, *args):
         tensor_args = [a for i, a in enumerate(args) if i not in self.size_positions]
@@ -334,7 +407,7 @@ class DynamicGraphFunction:
         if function is None:
             compiled = self.program.specialize(shapes)
             function = NeuronGraphFunction(compiled, self.core, False, self.device)
-            self._by_shapes[shapes] = function
+            self._by_shapes.put(shapes, function)
         else:
             dynamic.STATS["specialization_hits"] += 1
         outputs = function(*tensor_args)
@@ -356,7 +429,8 @@ class ShapeSpecializingFunction:
         self.gm = gm
         self.name = name
         self.opts = opts
-        self._by_shapes: dict[tuple, Any] = {}
+        self._by_shapes: LRU[tuple, Any] = LRU(capacity=SHAPES_PER_GRAPH)
+        self._compiled = itertools.count()
 
     def __call__(self, *args):
         key = tuple(
@@ -365,7 +439,7 @@ class ShapeSpecializingFunction:
         function = self._by_shapes.get(key)
         if function is None:
             function = self._specialize(args)
-            self._by_shapes[key] = function
+            self._by_shapes.put(key, function)
         tensor_args = [a for a in args if isinstance(a, torch.Tensor)]
         return function(*tensor_args)
 
@@ -383,7 +457,7 @@ class ShapeSpecializingFunction:
         tensor_args = [args[i] for i in positions]
         dynamic.STATS["per_shape_front_half"] += 1
         static_gm = make_fx(with_constants, tracing_mode="fake")(*tensor_args)
-        shape_name = f"{self.name}_{len(self._by_shapes)}"
+        shape_name = f"{self.name}_{next(self._compiled)}"
         boxed = _compile_or_fallback(static_gm, tensor_args, shape_name, self.opts)
         return lambda *tensor_args: boxed(list(tensor_args))
 

@@ -27,6 +27,7 @@ XLA_SINGLE_THREADED = "TORCHNEURON_XLA_SINGLE_THREADED"
 XLA_THREADS = "TORCHNEURON_XLA_THREADS"
 LAUNCH_BLOCKING = "NEURON_LAUNCH_BLOCKING"
 EAGER_FUSION = "TORCHNEURON_EAGER_FUSION"
+BUCKETS = "TORCHNEURON_BUCKETS"
 # Tests.
 UPDATE_GOLDENS = "TORCHNEURON_UPDATE_GOLDENS"
 CONFORMANCE_ENTRIES = "TORCHNEURON_CONFORMANCE_ENTRIES"
@@ -44,6 +45,7 @@ VARIABLES: dict[str, str] = {
     XLA_THREADS: "threads of the numerics (default: every core the process may use)",
     LAUNCH_BLOCKING: "1: eager ops run synchronously, errors raised at the op (read once)",
     EAGER_FUSION: "0: eager ops are never fused into one program (default on)",
+    BUCKETS: "torch.compile pads dynamic sizes up to these buckets, e.g. 32,64,128 (default off)",
     UPDATE_GOLDENS: "assert_golden (and tests/golden) rewrite goldens instead of failing",
     CONFORMANCE_ENTRIES: "limit tests/conformance to some OpInfo entries (names or globs)",
     CONFORMANCE_WORKERS: "worker processes of tests/conformance (default: up to 2)",

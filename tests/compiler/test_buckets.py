@@ -1,0 +1,226 @@
+"""Bucketing of dynamic dimensions (compiler/buckets.py, backend ``options={"buckets": ...}``).
+
+Every result is compared with PyTorch eager on the CPU at sizes inside a bucket, on a
+bucket's edge and beyond the last bucket; the counters say how many numeric compiles
+(specializations) ran, how many calls were padded, and which graphs were refused.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from torchneuron import settings
+from torchneuron.backend import NeuronBackendOptions
+from torchneuron.compiler import buckets, dynamic
+
+
+@pytest.fixture(autouse=True)
+def _fresh(monkeypatch):
+    monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
+    monkeypatch.delenv(settings.BUCKETS, raising=False)
+    torch._dynamo.reset()
+    dynamic.reset_stats()
+    buckets.reset_stats()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*not padded to buckets.*")
+        warnings.filterwarnings("error", message=".*compiled once per shape.*")
+        yield
+    torch._dynamo.reset()
+
+
+def _marked(tensor: torch.Tensor, *dims: int) -> torch.Tensor:
+    for dim in dims:
+        torch._dynamo.mark_dynamic(tensor, dim)
+    return tensor
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ([64, 32], "strictly increasing"),
+        ([8, 8], "strictly increasing"),
+        ([0, 8], "0 is not a positive int"),
+        ([1.5], "1.5 is not a positive int"),
+        ([True], "True is not a positive int"),
+        ([], "1 to 64 sizes"),
+        ("32,64", "list of increasing positive sizes"),
+        ({"s0": [8]}, "list of increasing positive sizes"),
+    ],
+)
+def test_bad_bucket_options_are_refused(value, message):
+    with pytest.raises(ValueError, match=f"option 'buckets'.*{message}|{message}"):
+        NeuronBackendOptions({"buckets": value})
+
+
+def test_bucket_environment_variable(monkeypatch):
+    monkeypatch.setenv(settings.BUCKETS, " 8, 16 ,32")
+    assert NeuronBackendOptions(None).buckets == (8, 16, 32)
+    assert NeuronBackendOptions({"buckets": None}).buckets is None  # the option wins
+    for bad in ("8,x", "16,8", "8,,16"):
+        monkeypatch.setenv(settings.BUCKETS, bad)
+        with pytest.raises(settings.SettingsError, match=settings.BUCKETS):
+            NeuronBackendOptions(None)
+    assert buckets.bucket_for((8, 16), 3) == 8
+    assert buckets.bucket_for((8, 16), 16) == 16
+    assert buckets.bucket_for((8, 16), 17) == 17  # beyond the last bucket: exact
+    assert buckets.bucket_for((8, 16), 9, limit=12) == 9  # the symbol's range wins
+
+
+def test_mlp_padded_batch():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4))
+    compiled = torch.compile(model, backend="neuron", dynamic=True, options={"buckets": [4, 8]})
+    with torch.no_grad():
+        for batch in (3, 4, 6, 8, 9, 3):
+            x = torch.randn(batch, 8)
+            out = compiled(x)
+            assert out.shape == (batch, 4)
+            torch.testing.assert_close(out, model(x), rtol=1e-5, atol=1e-5)
+    assert dynamic.stats()["front_half"] == 1
+    assert dynamic.stats()["specializations"] == 3  # buckets 4 and 8, and 9 exactly
+    assert buckets.stats() == {
+        "bucketed_graphs": 1,
+        "refusals": 0,
+        "padded_calls": 3,  # 3, 6, 3
+        "exact_calls": 3,  # 4 and 8 (bucket edges), 9 (beyond the last bucket)
+    }
+
+
+def _reductions(x):
+    logs = torch.log(x.abs())  # -inf in a zero padding: only a select can mask it
+    return (
+        x.exp().sum(1),
+        (-x.abs() - 1).amax(1),  # a zero padding would win: -1
+        (x.abs() + 1).amin(1),  # and here: 1
+        (x + 1).mean(1),
+        torch.softmax(x + 1, 1),
+        logs.transpose(1, 2) @ logs,  # contracts the padded dimension
+        (x + 1).sum(),
+    )
+
+
+def test_reductions_over_the_padded_dimension_are_masked():
+    compiled = torch.compile(_reductions, backend="neuron", options={"buckets": [8, 16]})
+    with torch.no_grad():
+        for length in (5, 8, 13, 20):
+            x = _marked(torch.randn(2, length, 3), 1)
+            for got, want in zip(compiled(x), _reductions(x)):
+                assert got.shape == want.shape
+                torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+        # the masks matter: the same graph on zero-padded inputs, unmasked, is wrong
+        x = torch.randn(2, 5, 3)
+        padded = F.pad(x, (0, 0, 0, 3))
+        for got, want in zip(_reductions(padded)[:4], _reductions(x)[:4]):
+            assert not torch.allclose(got, want)
+    assert dynamic.stats()["specializations"] == 3  # 8, 16, and 20 beyond the last bucket
+    assert buckets.stats()["padded_calls"] == 2
+    assert buckets.stats()["refusals"] == 0
+
+
+class _TinyGPT(nn.Module):
+    """Embedding, causal multi-head attention (mask cut to the length), MLP, head."""
+
+    def __init__(self, vocab=32, d=16, heads=2, seq=32):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
+        self.ln = nn.LayerNorm(d)
+        self.mlp = nn.Sequential(nn.Linear(d, 2 * d), nn.GELU(), nn.Linear(2 * d, d))
+        self.head = nn.Linear(d, vocab)
+        self.register_buffer("mask", torch.triu(torch.full((seq, seq), float("-inf")), 1))
+
+    def forward(self, tokens, targets):
+        t = tokens.shape[1]
+        x = self.embed(tokens)
+        x = x + self.attn(x, x, x, attn_mask=self.mask[:t, :t], need_weights=False)[0]
+        logits = self.head(self.ln(x + self.mlp(x)))
+        loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+        return logits, loss
+
+
+def test_gpt_causal_attention_padded_sequence():
+    torch.manual_seed(0)
+    model = _TinyGPT().eval()
+    compiled = torch.compile(model, backend="neuron", options={"buckets": [8, 16]})
+    with torch.no_grad():
+        for length in (5, 16, 11):
+            tokens = _marked(torch.randint(0, 32, (2, length)), 1)
+            targets = _marked(torch.randint(0, 32, (2, length)), 1)
+            logits, loss = compiled(tokens, targets)
+            want_logits, want_loss = model(tokens, targets)
+            assert logits.shape == (2, length, 32)
+            torch.testing.assert_close(logits, want_logits, rtol=1e-5, atol=1e-5)
+            torch.testing.assert_close(loss, want_loss, rtol=1e-5, atol=1e-5)
+    assert dynamic.stats()["front_half"] == 1
+    assert dynamic.stats()["specializations"] == 2  # buckets 8 and 16
+    assert buckets.stats()["padded_calls"] == 2 and buckets.stats()["exact_calls"] == 1
+
+
+def _flip(x):
+    return torch.flip(x, [1]) * 2
+
+
+def _size_as_value(x):
+    return x.sum(1) / x.shape[1]
+
+
+@pytest.mark.parametrize(
+    "function, reason",
+    [
+        (_flip, r"aten\.flip\.default .* along a padded dimension"),
+        (_size_as_value, r"uses the size s\d+ as a value"),
+    ],
+)
+def test_refused_graph_warns_its_reason_and_stays_exact(function, reason):
+    compiled = torch.compile(function, backend="neuron", options={"buckets": [8, 16]})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with torch.no_grad():
+            for length in (5, 9):
+                x = _marked(torch.randn(2, length, 3), 1)
+                torch.testing.assert_close(compiled(x), function(x), rtol=1e-5, atol=1e-5)
+    messages = [str(w.message) for w in caught if "not padded to buckets" in str(w.message)]
+    assert len(messages) == 1
+    assert pytest.importorskip("re").search(reason, messages[0]), messages[0]
+    assert buckets.stats()["refusals"] == 1
+    assert buckets.stats()["padded_calls"] == 0
+    assert dynamic.stats()["specializations"] == 2  # exact sizes, one each
+
+
+def test_numeric_compiles_bounded_by_the_buckets():
+    def scaled(x):
+        return (x * 2).sum(-1) + 1
+
+    compiled = torch.compile(scaled, backend="neuron", options={"buckets": [8, 16, 32]})
+    lengths = (3, 5, 7, 8, 10, 13, 16, 19, 24, 31)
+    with torch.no_grad():
+        for length in lengths:
+            x = _marked(torch.randn(length, 4), 0)
+            out = compiled(x)
+            assert out.shape == (length,)
+            torch.testing.assert_close(out, scaled(x))
+    assert dynamic.stats()["front_half"] == 1
+    assert dynamic.stats()["specializations"] == 3  # 10 lengths, 3 buckets
+    assert buckets.stats()["padded_calls"] + buckets.stats()["exact_calls"] == len(lengths)
+
+
+def test_training_graph_is_refused_and_exact():
+    torch.manual_seed(0)
+    model = nn.Linear(4, 3)
+    compiled = torch.compile(model, backend="neuron", options={"buckets": [8]})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        x = _marked(torch.randn(5, 4), 0)
+        compiled(x).square().sum().backward()
+    got = model.weight.grad.clone()
+    model.weight.grad = None
+    model(x).square().sum().backward()
+    torch.testing.assert_close(got, model.weight.grad, rtol=1e-5, atol=1e-5)
+    messages = [str(w.message) for w in caught if "not padded to buckets" in str(w.message)]
+    assert len(messages) == 1 and "training graph" in messages[0]
+    assert buckets.stats()["refusals"] == 1 and buckets.stats()["padded_calls"] == 0
