@@ -1,12 +1,15 @@
 """A GPT-style model served at 20 sequence lengths: compile time and front-half compiles.
 
-Three ways, in one process, each on a fresh Dynamo cache:
+Four ways, in one process, each on a fresh Dynamo cache:
 
 - ``neuron dynamic=True``: one front-half compile (Dynamo, AOTAutograd, torch-mlir,
   StableHLO with ``?`` dims), then one specialization (shape refinement, passes, NEFF,
   XLA compile) per sequence length (compiler/dynamic.py);
 - ``neuron dynamic=False``: today's per-shape recompilation (a new Dynamo graph and a
   full compile for every length);
+- ``neuron buckets``: the sequence length marked dynamic (``mark_dynamic``; the batch
+  stays 2) and padded up to the buckets 16, 32, 64, 128 (compiler/buckets.py): one
+  front half, one specialization per bucket used, the causal attention masked;
 - ``inductor dynamic=True``: PyTorch's own compiler on the CPU, one symbolic kernel set.
 
 For each: the wall time of the 20 first calls (compiling included), of a second pass
@@ -31,9 +34,10 @@ os.environ.setdefault("TORCHNEURON_NO_FALLBACK", "1")
 import torch  # noqa: E402
 from gpt_stack import GPT  # noqa: E402
 
-from torchneuron.compiler import dynamic  # noqa: E402
+from torchneuron.compiler import buckets, dynamic  # noqa: E402
 
 LENGTHS = [8 + 6 * i for i in range(20)]  # 8, 14, ..., 122
+BUCKETS = [16, 32, 64, 128]
 
 
 class ServedGPT(GPT):
@@ -48,17 +52,28 @@ class ServedGPT(GPT):
         return self.head(self.ln(x))
 
 
-def serve(model, backend: str, dynamic_shapes: bool, batch: int, vocab: int):
+def serve(model, backend: str, dynamic_shapes, batch: int, vocab: int):
+    """``dynamic_shapes``: True, False, or "buckets" (sequence length marked dynamic,
+    padded to ``BUCKETS``)."""
     torch._dynamo.reset()
     torch._dynamo.utils.counters.clear()
     # per-shape recompilation must recompile 20 times, not give up after 8 and run eager
     torch._dynamo.config.recompile_limit = 64
     torch._dynamo.config.accumulated_recompile_limit = 256
     dynamic.reset_stats()
-    compiled = torch.compile(model, backend=backend, dynamic=dynamic_shapes)
+    buckets.reset_stats()
+    bucketed = dynamic_shapes == "buckets"
+    if bucketed:
+        options = {"buckets": BUCKETS}
+        compiled = torch.compile(model, backend=backend, options=options)
+    else:
+        compiled = torch.compile(model, backend=backend, dynamic=dynamic_shapes)
     worst = 0.0
     generator = torch.Generator().manual_seed(0)
     inputs = [torch.randint(0, vocab, (batch, n), generator=generator) for n in LENGTHS]
+    if bucketed:
+        for tokens in inputs:
+            torch._dynamo.mark_dynamic(tokens, 1)
     with torch.no_grad():
         start = time.perf_counter()
         for tokens in inputs:
@@ -71,6 +86,8 @@ def serve(model, backend: str, dynamic_shapes: bool, batch: int, vocab: int):
         second = time.perf_counter() - start
     graphs = int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
     stats = dynamic.stats()
+    if bucketed and buckets.stats()["refusals"]:
+        raise SystemExit(f"bucketing was refused: {buckets.stats()}")
     if backend == "neuron" and dynamic_shapes:
         front = stats["front_half"] + stats["per_shape_front_half"]
         specializations = stats["specializations"]
@@ -98,10 +115,11 @@ def main() -> None:
     rows = [
         ("neuron dynamic=True", "neuron", True),
         ("neuron dynamic=False (per shape)", "neuron", False),
+        (f"neuron buckets {BUCKETS}", "neuron", "buckets"),
         ("inductor dynamic=True (CPU)", "inductor", True),
     ]
     header = (
-        f"{'compiler':34} {'20 first calls s':>16} {'20 cached s':>11} "
+        f"{'compiler':36} {'20 first calls s':>16} {'20 cached s':>11} "
         f"{'front-half compiles':>19} {'numeric compiles':>16} {'max |diff|':>10}"
     )
     print(header)
@@ -111,7 +129,7 @@ def main() -> None:
             model, backend, dynamic_shapes, batch, sizes["vocab"]
         )
         print(
-            f"{label:34} {first:16.2f} {second:11.3f} {front:19d} {numeric:16d} {worst:10.2e}",
+            f"{label:36} {first:16.2f} {second:11.3f} {front:19d} {numeric:16d} {worst:10.2e}",
             flush=True,
         )
 

@@ -154,7 +154,15 @@ def plan_buckets(gm: torch.fx.GraphModule, buckets: Sequence[int]) -> BucketPlan
     output = graph.graph_copy(gm.graph, {}, return_output_node=True)
     graph.output(output[0] if isinstance(output, tuple) else output)
     analysis = _Analysis(graph)
-    analysis.run()
+    try:
+        analysis.run()
+    except BucketRefused:
+        raise
+    except Exception as error:  # a graph the rules do not expect: refused, never guessed
+        raise BucketRefused(
+            f"the bucket analysis could not follow the graph ({type(error).__name__}: "
+            f"{' '.join(str(error).split())[:300]})"
+        ) from None
     result = torch.fx.GraphModule(gm, graph)
     return BucketPlan(
         graph_module=result,
@@ -570,6 +578,8 @@ class _Analysis:
                 f"{_describe(node)} draws random numbers: padding changes which numbers the "
                 "true positions draw"
             )
+        if target._schema.is_mutable and self._touches_tags(node):
+            raise self._refuse_along(node, "writes in place")
         rule = _RULES.get(target)
         if rule is None and (target in _ELEMENTWISE or torch.Tag.pointwise in target.tags):
             rule = _Analysis._elementwise
@@ -632,7 +642,10 @@ class _Analysis:
     def _mean(self, node, operand, dims, keepdim, padded) -> None:
         """mean -> masked sum / masked count, both over ``dims``."""
         value = operand.meta["val"]
-        dtype = node.kwargs.get("dtype") or (node.args[3] if len(node.args) > 3 else None)
+        position = 1 if node.target is aten.mean.default else 3
+        dtype = node.kwargs.get("dtype") or (
+            node.args[position] if len(node.args) > position else None
+        )
         with self.graph.inserting_before(node):
             ones = self._insert(aten.full_like.default, (operand, 1), {"dtype": dtype})
             self.tags[ones] = self.tags[operand]
@@ -758,7 +771,9 @@ class _Analysis:
         else:
             dims = set(range(len(tags)))
         kept = tuple(
-            t for d, (t, size) in enumerate(zip(tags, value.shape)) if not (d in dims and size == 1)
+            t
+            for d, (t, size) in enumerate(zip(tags, value.shape))
+            if not (d in dims and isinstance(size, int) and size == 1)
         )
         self.tags[node] = kept
 
@@ -828,7 +843,7 @@ class _Analysis:
         self.tags[node] = tuple(tags)
 
     def _cat(self, node) -> None:
-        parts = [p for p in node.args[0] if p.meta["val"].dim() > 1 or p.meta["val"].numel()]
+        parts = [p for p in node.args[0] if not _legacy_empty(p.meta["val"])]
         axis = node.args[1] if len(node.args) > 1 else 0
         tag_lists = [self.tags[p] for p in parts]
         rank = len(tag_lists[0])
@@ -895,6 +910,11 @@ class _Analysis:
 
     def _check(self, node) -> None:
         self.tags[node] = ()
+
+
+def _legacy_empty(value: torch.Tensor) -> bool:
+    """A 1-D tensor of size 0, which ``cat`` skips whatever the other inputs' shapes."""
+    return value.dim() == 1 and isinstance(value.shape[0], int) and value.shape[0] == 0
 
 
 def _clean(value):
