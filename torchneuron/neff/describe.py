@@ -18,7 +18,7 @@ from torchneuron.neff.header import HEADER_SIZE, NeffHeader
 from torchneuron.neff.reader import check_header
 from torchneuron.neff.schema import load_schedule, parse_json
 from torchneuron.neff.weights import weight_dtype_name
-from torchneuron.neff.writer import assemble_neff, build_members, pack_tarball
+from torchneuron.neff.writer import assemble_neff, build_members, neff_version_of, pack_tarball
 from torchneuron.target.engines import ENGINES
 
 
@@ -39,6 +39,27 @@ def _brief(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def _dynamic_lines(entry: dict) -> list[str]:
+    """A dynamic program's symbolic signature: ``x: float32[s0, 16]``, each symbol's
+    range, the guards, and which outputs the program does not compute."""
+    signature = entry["signature"]
+    lines = ["dynamic program (StableHLO with symbolic dimensions, specialized per shape):"]
+    for spec in signature["inputs"]:
+        dims = ", ".join(str(d) for d in spec["shape"])
+        lines.append(f"  input  {spec['name']}: {spec['dtype']}[{dims}]")
+    for name, bounds in signature["symbols"].items():
+        high = "inf" if bounds["max"] is None else bounds["max"]
+        lines.append(f"  symbol {name} in [{bounds['min']}, {high}]")
+    for guard in entry["guards"]:
+        lines.append(f"  guard  {guard}")
+    outputs = entry["outputs"]
+    lines.append(
+        f"  outputs: {outputs['count']}"
+        + (f" ({', '.join(outputs['names'])})" if outputs["names"] else "")
+    )
+    return lines
+
+
 def _header_of(neff: Neff) -> tuple[NeffHeader, dict[str, bytes]]:
     """The header (from the file read, or by packing ``neff`` now) and the members.
 
@@ -54,6 +75,7 @@ def _header_of(neff: Neff) -> tuple[NeffHeader, dict[str, bytes]]:
             num_tpb=neff.num_tpb,
             lnc_size=neff.lnc_size,
             feature_bits=neff.feature_bits,
+            neff_version=neff_version_of(neff),
         )
         header = check_header(memoryview(data))
     return header, members
@@ -157,10 +179,13 @@ def describe(neff: Neff, max_kernels: int | None = 30) -> str:
         lines.append(f"pipeline: {manifest['pipeline']}")
     if "source_hash" in manifest:
         lines.append(f"source_hash: {manifest['source_hash']}")
-    lines.append("signature:")
-    for role in ("inputs", "outputs"):
-        specs = manifest["signature"][role]
-        lines.append(f"  {role + ':':<9}" + (", ".join(map(_tensor_type, specs)) or "-"))
+    if "dynamic" in manifest:
+        lines.extend(_dynamic_lines(manifest["dynamic"]))
+    else:
+        lines.append("signature:")
+        for role in ("inputs", "outputs"):
+            specs = manifest["signature"][role]
+            lines.append(f"  {role + ':':<9}" + (", ".join(map(_tensor_type, specs)) or "-"))
     checks = manifest.get("checks")
     if checks:
         lines.append("run-time checks (output: error raised when false):")
@@ -190,7 +215,13 @@ def describe(neff: Neff, max_kernels: int | None = 30) -> str:
         lines.extend(_schedule_lines(members[SCHEDULE_PATH], max_kernels))
     lines.append("sections:")
     width = max(len(path) for path in sections)
-    program_kind = "MLIR bytecode" if bytes(neff.program[:4]) == b"ML\xefR" else "not MLIR bytecode"
+    program_kind = (
+        "MLIR bytecode"
+        if bytes(neff.program[:4]) == b"ML\xefR"
+        else "StableHLO text"
+        if "dynamic" in manifest
+        else "not MLIR bytecode"
+    )
     for path, size in sections.items():
         note = f"  ({program_kind})" if path.endswith("program.mlirbc") else ""
         lines.append(f"  {path:<{width}}  {size:>12} B{note}")

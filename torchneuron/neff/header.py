@@ -32,6 +32,11 @@ KNOWN_PKG_VERSIONS = frozenset({PKG_VERSION})
 # not know. A new minor version only adds optional members, which older readers keep
 # as extra files, so any minor of a known major is accepted.
 NEFF_VERSION = (1, 0)
+# Minor 1 adds the manifest's optional ``dynamic`` entry (a program with symbolic
+# dimensions, neff/dynamic.py); only NEFFs that hold one are written as 1.1, so every
+# static NEFF keeps its bytes. A 1.0 reader refuses such a NEFF at its schema (its
+# manifest holds an entry it bounds but its def.json binds no variables).
+DYNAMIC_NEFF_VERSION = (1, 1)
 KNOWN_NEFF_MAJOR_VERSIONS = frozenset({NEFF_VERSION[0]})
 
 

@@ -31,8 +31,10 @@ from torchneuron.neff.container import (
     check_extra_file_path,
     is_reserved_member,
 )
+from torchneuron.neff.dynamic import check_dynamic_program
 from torchneuron.neff.errors import NeffError
 from torchneuron.neff.header import (
+    DYNAMIC_NEFF_VERSION,
     HEADER_SIZE,
     KNOWN_NEFF_MAJOR_VERSIONS,
     KNOWN_PKG_VERSIONS,
@@ -195,6 +197,15 @@ def _build_neff(
             extra_files[check_extra_file_path(path)] = bytes(tarball[offset : offset + size])
     # Before anything uses a field: the weight loop below relies on the index's schema.
     check_json_members(manifest, definition, index, extra_files)
+    if "dynamic" in manifest:
+        if (header.neff_version_major, header.neff_version_minor) < DYNAMIC_NEFF_VERSION:
+            raise NeffError(
+                f"{MANIFEST_PATH}: dynamic is given, but the header says NEFF version "
+                f"{header.neff_version_major}.{header.neff_version_minor}; a dynamic program "
+                f"needs {DYNAMIC_NEFF_VERSION[0]}.{DYNAMIC_NEFF_VERSION[1]}"
+            )
+        offset, size = members[PROGRAM_PATH]
+        check_dynamic_program(tarball[offset : offset + size])
 
     weights = {}
     listed = set()

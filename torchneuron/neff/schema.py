@@ -34,6 +34,7 @@ from typing import Any
 
 from torchneuron.estimate.scheduler import SCHEDULE_FORMAT, SCHEDULE_PATH, SCHEDULE_VERSION
 from torchneuron.neff.container import DEFINITION_PATH, MANIFEST_PATH, WEIGHT_INDEX_PATH
+from torchneuron.neff.dynamic import check_dynamic
 from torchneuron.neff.errors import NeffError
 from torchneuron.neff.tarball import MAX_JSON_MEMBER_BYTES
 from torchneuron.neff.weights import WEIGHT_NAME_PATTERN, weight_file_path
@@ -375,6 +376,18 @@ class Record(Node):
 _ANY_KEY = Text(MAX_NAME)
 
 
+class DynamicEntry(Node):
+    """The manifest's ``dynamic`` entry (``neff/dynamic.py``): a dynamic program's
+    symbolic signature, guards and outputs."""
+
+    def check(self, value: Any, path: tuple) -> None:
+        ANY.check(value, path)  # the generic bounds first: depth, sizes, no NaN
+        try:
+            check_dynamic(value)
+        except ValueError as error:
+            raise _Invalid(path, f"is malformed: {error}") from None
+
+
 def check_member(member: str, node: Node, value: Any) -> None:
     """``NeffError`` naming ``member`` and the field when ``value`` breaks ``node``."""
     try:
@@ -515,6 +528,7 @@ MANIFEST = Record(
         ),
         "checks": Array(CHECK),
         "estimates": ESTIMATES,
+        "dynamic": DynamicEntry(),
     },
 )
 
@@ -704,6 +718,22 @@ def _check_schedule(schedule: dict) -> None:
     _check_target(SCHEDULE_PATH, schedule, ())
 
 
+def _check_dynamic_manifest(manifest: dict, definition: dict) -> None:
+    """A dynamic program has no static signature, no variables and no run-time checks:
+    what a loader of static programs reads is empty, so it refuses the NEFF."""
+    for role in ("inputs", "outputs"):
+        if manifest["signature"][role]:
+            _fail(
+                MANIFEST_PATH,
+                ("signature", role),
+                "is not empty, but a dynamic program's signature is manifest.dynamic's",
+            )
+    if "variables" in definition:
+        _fail(DEFINITION_PATH, ("variables",), "is given for a dynamic program, which has none")
+    if "checks" in manifest:
+        _fail(MANIFEST_PATH, ("checks",), "is given for a dynamic program, which has none")
+
+
 def check_manifest_checks(manifest: dict, definition: dict) -> list[dict]:
     """The manifest's run-time checks (``[]`` when it has none), after checking that each
     is ``{"output", "error", "message"}`` naming a distinct 0-d bool output variable of
@@ -788,6 +818,8 @@ def check_json_members(
         entries[entry["name"]] = entry
     _check_weight_variables(variables or [], entries)
     checks = check_manifest_checks(manifest, definition)
+    if "dynamic" in manifest:
+        _check_dynamic_manifest(manifest, definition)
     # def.json without variables declares no bindings (the runtime refuses to load such a
     # NEFF), so there is nothing for the signature to agree with.
     if variables is not None:

@@ -29,8 +29,10 @@ from torchneuron.neff.container import (
     canonical_json,
     check_extra_file_path,
 )
+from torchneuron.neff.dynamic import check_dynamic_program
 from torchneuron.neff.errors import NeffError
 from torchneuron.neff.header import (
+    DYNAMIC_NEFF_VERSION,
     HEADER_FIELDS,
     HEADER_SIZE,
     NEFF_VERSION,
@@ -109,8 +111,19 @@ def build_members(neff: Neff) -> dict[str, bytes]:
             )
     # What the reader will parse and check, checked the same way: the writer never
     # writes a NEFF that the reader refuses.
-    check_json_members(*(parse_json(members[path], path) for path in JSON_MEMBERS), extra_files)
+    manifest = parse_json(members[MANIFEST_PATH], MANIFEST_PATH)
+    check_json_members(
+        manifest, *(parse_json(members[p], p) for p in JSON_MEMBERS[1:]), extra_files
+    )
+    if "dynamic" in manifest:
+        check_dynamic_program(members[PROGRAM_PATH])
     return dict(sorted(members.items()))
+
+
+def neff_version_of(neff: Neff) -> tuple[int, int]:
+    """The NEFF version a ``Neff`` is written as: 1.1 when it holds a dynamic program."""
+    dynamic = isinstance(neff.manifest, dict) and "dynamic" in neff.manifest
+    return DYNAMIC_NEFF_VERSION if dynamic else NEFF_VERSION
 
 
 def pack_tarball(
@@ -193,6 +206,7 @@ def write_neff(
         num_tpb=neff.num_tpb,
         lnc_size=neff.lnc_size,
         feature_bits=neff.feature_bits,
+        neff_version=neff_version_of(neff),
     )
     if path is not None:
         write_file_atomically(Path(path), data)
