@@ -130,7 +130,7 @@ def test_gpt_block_dynamic_sequence_length_mark_dynamic():
     assert stats["per_shape_front_half"] == 0
 
 
-def test_export_with_dims_compiles_once_and_refuses_out_of_range():
+def test_export_with_dims_compiles_once_and_refuses_out_of_range(tmp_path):
     from torchneuron.compiler.exported import exported_graph
 
     model = _mlp()
@@ -143,8 +143,13 @@ def test_export_with_dims_compiles_once_and_refuses_out_of_range():
         weights=graph.weights,
         weight_sources=graph.weight_sources,
         output_names=graph.output_names,
+        dump_dir=tmp_path,
     )
     assert sizes == []
+    # dumped once: the stored program and its dynamic NEFF, no NEFF per shape
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mlp.neff", "mlp.stablehlo.mlir"]
+    assert (tmp_path / "mlp.stablehlo.mlir").read_text() == dyn.text
+    assert dynamic.DynamicProgram.from_neff(tmp_path / "mlp.neff").signature == dyn.signature
     (spec,) = dyn.signature.inputs
     symbol = spec["shape"][0]
     assert spec["shape"][1] == 8 and isinstance(symbol, str)
@@ -251,3 +256,33 @@ def test_random_graph_takes_the_per_shape_path_warned_and_counted():
     stats = dynamic.stats()
     assert stats["front_half"] == 0
     assert stats["per_shape_front_half"] == 2
+
+
+def test_tracer_guards_become_checked_guards():
+    import types
+
+    import sympy
+
+    s0, s1 = sympy.Symbol("s0"), sympy.Symbol("s1")
+    env = types.SimpleNamespace(
+        guards=[
+            types.SimpleNamespace(expr=expr)
+            for expr in (
+                sympy.Gt(s0, 3),
+                sympy.Ne(s1, 1),
+                sympy.Eq(sympy.Mod(s0, 2), 0),  # no NEFF form: stays Dynamo's
+                sympy.Gt(sympy.Symbol("u0"), 1),  # a symbol no input carries
+                sympy.Gt(s0, 3),  # twice: once
+            )
+        ]
+    )
+    guards = dynamic._guards(env, {"s0", "s1"})
+    assert guards == ("s0 > 3", "s1 != 1")
+    signature = SymbolicSignature(
+        ({"name": "x", "dtype": "float32", "shape": ["s0", "s1"]},),
+        {"s0": (2, None), "s1": (0, None)},
+        guards,
+    )
+    assert signature.bind([(4, 2)]) == {"s0": 4, "s1": 2}
+    with pytest.raises(ShapeConstraintError, match="guard s1 != 1 fails for s1 = 1"):
+        signature.bind([(4, 1)])

@@ -8,7 +8,8 @@ compiler once::
 
 giving a ``DynamicProgram``: the StableHLO text with dynamic dimensions, its symbolic
 signature (which input dimension is which symbol, each symbol's range) and, on
-request, one NEFF holding both. ``DynamicProgram.specialize(shapes)`` is the back half,
+request, one NEFF holding both (``to_neff``/``from_neff``, ``dynamic_neff.py``;
+``run`` binds, specializes, loads and executes it). ``DynamicProgram.specialize(shapes)`` is the back half,
 run once per concrete shape and cached: StableHLO shape refinement of the stored
 program (``stablehlo-refine-arguments`` with the concrete argument types, then
 ``stablehlo-refine-shapes``), then the usual pass pipeline (whose
@@ -33,10 +34,10 @@ would reach into the others.
 from __future__ import annotations
 
 import ast
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -46,6 +47,8 @@ from torch_mlir import ir
 
 from torchneuron.errors import TorchNeuronError
 from torchneuron.lowering.errors import DynamicShapeError
+from torchneuron.lru import LRU
+from torchneuron.neff import dynamic as neff_dynamic
 
 from . import program, stages, tensors
 from .compilation import Compilation, CompiledGraph, Request
@@ -71,9 +74,11 @@ def stats() -> dict[str, int]:
 
 reset_stats()
 
-_SYMBOL = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
-# the most a symbol's range may say (the NEFF's limit on any dimension)
-MAX_DIMENSION = 2**40
+# The JSON form's checks live with the NEFF format (input from strangers); one place.
+MAX_DIMENSION = neff_dynamic.MAX_DIMENSION
+expression_symbols = neff_dynamic.expression_symbols
+# Specialized programs kept per DynamicProgram (one per concrete shape).
+SPECIALIZATION_CAPACITY = 64
 
 
 class ShapeConstraintError(TorchNeuronError, ValueError):
@@ -91,6 +96,8 @@ class SymbolicSignature:
 
     inputs: tuple[dict, ...]
     symbols: dict[str, tuple[int, int | None]]
+    # relations between the symbols the program assumes (``"s0 != 1"``), checked at bind
+    guards: tuple[str, ...] = ()
 
     def bind(self, shapes: Sequence[Sequence[int]]) -> dict[str, int]:
         """The value of every symbol for inputs of ``shapes``; ``ShapeConstraintError``
@@ -100,6 +107,7 @@ class SymbolicSignature:
                 f"the dynamic program takes {len(self.inputs)} inputs, {len(shapes)} were given"
             )
         values: dict[str, int] = {}
+        origin: dict[str, str] = {}  # symbol -> the input dimension it was bound from
         for spec, shape in zip(self.inputs, shapes):
             if len(shape) != len(spec["shape"]):
                 raise ShapeConstraintError(
@@ -108,6 +116,7 @@ class SymbolicSignature:
                 )
             for axis, (dim, size) in enumerate(zip(spec["shape"], shape)):
                 if isinstance(dim, str) and dim in self.symbols:
+                    origin.setdefault(dim, f"input {spec['name']!r} dimension {axis}")
                     if values.setdefault(dim, int(size)) != size:
                         raise ShapeConstraintError(
                             f"input {spec['name']!r} dimension {axis} is {size} but symbol "
@@ -121,8 +130,9 @@ class SymbolicSignature:
             if value < low or (high is not None and value > high):
                 bound = f"[{low}, {high if high is not None else 'inf'}]"
                 raise ShapeConstraintError(
-                    f"symbol {name} = {value} is outside its range {bound}: the dynamic "
-                    "program was compiled for sizes in that range only"
+                    f"{origin[name]} is {value}: symbol {name} = {value} is outside its "
+                    f"range {bound}; the dynamic program was compiled for sizes in that "
+                    "range only"
                 )
         for spec, shape in zip(self.inputs, shapes):
             for axis, (dim, size) in enumerate(zip(spec["shape"], shape)):
@@ -130,8 +140,18 @@ class SymbolicSignature:
                 if expected != size:
                     raise ShapeConstraintError(
                         f"input {spec['name']!r} dimension {axis} is {size}, the program's "
-                        f"signature {_shape_text(spec['shape'])} requires {dim} = {expected}"
+                        f"signature {_shape_text(spec['shape'])} requires "
+                        + (f"{dim}" if isinstance(dim, int) else f"{dim} = {expected}")
                     )
+        for guard in self.guards:
+            if not holds(guard, values):
+                bound = ", ".join(
+                    f"{n} = {values[n]}" for n in sorted(neff_dynamic.guard_symbols(guard))
+                )
+                raise ShapeConstraintError(
+                    f"the program's guard {guard} fails for {bound} (input shapes "
+                    f"{[list(s) for s in shapes]})"
+                )
         return values
 
     def to_json(self) -> dict:
@@ -144,111 +164,58 @@ class SymbolicSignature:
     def from_json(cls, data: Any) -> SymbolicSignature:
         """The signature in ``data`` (a NEFF manifest's ``dynamic`` entry, input from
         strangers); ``ValueError`` saying what is malformed."""
-        if not isinstance(data, dict) or set(data) != {"inputs", "symbols"}:
-            raise ValueError("dynamic signature must be an object with inputs and symbols")
-        symbols_data = data["symbols"]
-        if not isinstance(symbols_data, dict) or not symbols_data:
-            raise ValueError("dynamic signature: symbols must be a non-empty object")
-        symbols: dict[str, tuple[int, int | None]] = {}
-        for name, bounds in symbols_data.items():
-            if not _SYMBOL.match(name):
-                raise ValueError(f"dynamic signature: bad symbol name {name!r}")
-            if not isinstance(bounds, dict) or set(bounds) != {"min", "max"}:
-                raise ValueError(f"dynamic signature: symbol {name} needs min and max")
-            low, high = bounds["min"], bounds["max"]
-            if not _is_count(low) or not (high is None or _is_count(high)):
-                raise ValueError(f"dynamic signature: symbol {name}'s range is not integers")
-            if high is not None and high < low:
-                raise ValueError(f"dynamic signature: symbol {name} has max {high} < min {low}")
-            symbols[name] = (low, high)
-        inputs = data["inputs"]
-        if not isinstance(inputs, list):
-            raise ValueError("dynamic signature: inputs must be a list")
-        checked = []
-        used: set[str] = set()
-        for spec in inputs:
-            if not isinstance(spec, dict) or set(spec) != {"name", "dtype", "shape"}:
-                raise ValueError("dynamic signature: an input needs exactly name, dtype, shape")
-            if not isinstance(spec["name"], str) or not isinstance(spec["dtype"], str):
-                raise ValueError("dynamic signature: input name and dtype must be strings")
-            if not isinstance(spec["shape"], list) or len(spec["shape"]) > 16:
-                raise ValueError(f"dynamic signature: input {spec['name']!r} has a bad shape")
-            for dim in spec["shape"]:
-                if isinstance(dim, str):
-                    used |= expression_symbols(dim)  # ValueError for anything but + - * //
-                elif not _is_count(dim):
-                    raise ValueError(f"dynamic signature: bad dimension {dim!r}")
-            checked.append(dict(spec))
-        unknown = used - set(symbols)
-        if unknown:
-            raise ValueError(f"dynamic signature: undeclared symbol(s) {sorted(unknown)}")
-        signature = cls(tuple(checked), symbols)
-        bare = {d for s in checked for d in s["shape"] if isinstance(d, str) and d in symbols}
-        if bare != set(symbols):
-            raise ValueError(
-                "dynamic signature: every symbol must be the size of some input dimension"
-            )
-        return signature
-
-
-def _is_count(value: Any) -> bool:
-    return type(value) is int and 0 <= value <= MAX_DIMENSION
+        inputs, symbols = neff_dynamic.parse_signature(data)
+        return cls(inputs, symbols)
 
 
 def _shape_text(shape: Sequence) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
-_ALLOWED_OPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)
-
-
-def expression_symbols(text: str) -> set[str]:
-    """The symbols of a size expression (ints, symbols, ``+ - * //``, parentheses);
-    ``ValueError`` for anything else. Parsed, never evaluated by Python."""
-    if not isinstance(text, str) or len(text) > 256:
-        raise ValueError("dynamic signature: a size expression must be a short string")
-    try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError:
-        raise ValueError(f"dynamic signature: {text!r} is not a size expression") from None
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            if not _SYMBOL.match(node.id):
-                raise ValueError(f"dynamic signature: bad symbol {node.id!r}")
-            found.add(node.id)
-        elif isinstance(node, ast.Constant):
-            if type(node.value) is not int:
-                raise ValueError(f"dynamic signature: {text!r} holds a non-integer")
-        elif not isinstance(node, (ast.Expression, ast.BinOp, ast.Load, *_ALLOWED_OPS)):
-            raise ValueError(f"dynamic signature: {text!r} is not a size expression")
-    return found
-
-
 def evaluate(text: str, values: dict[str, int]) -> int:
     """The value of size expression ``text`` (checked by ``expression_symbols``)."""
     expression_symbols(text)
+    return _value(ast.parse(text, mode="eval").body, values, text)
 
-    def value(node: ast.AST) -> int:
-        if isinstance(node, ast.Expression):
-            return value(node.body)
-        if isinstance(node, ast.Constant):
-            return node.value
-        if isinstance(node, ast.Name):
-            return values[node.id]
-        assert isinstance(node, ast.BinOp)
-        left, right = value(node.left), value(node.right)
-        if isinstance(node.op, ast.Add):
-            return left + right
-        if isinstance(node.op, ast.Sub):
-            return left - right
-        if isinstance(node.op, ast.Mult):
-            return left * right
-        if right == 0:
-            raise ShapeConstraintError(f"size expression {text} divides by zero")
-        return left // right
 
-    return value(ast.parse(text, mode="eval"))
+def holds(guard: str, values: dict[str, int]) -> bool:
+    """Whether guard ``guard`` (one comparison of sizes, ``neff.dynamic.guard_symbols``)
+    holds for the symbols' ``values``."""
+    neff_dynamic.guard_symbols(guard)
+    node = ast.parse(guard, mode="eval").body
+    left = _value(node.left, values, guard)
+    right = _value(node.comparators[0], values, guard)
+    return _COMPARE[type(node.ops[0])](left, right)
+
+
+_COMPARE = {
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+}
+
+
+def _value(node: ast.AST, values: dict[str, int], text: str) -> int:
+    """Our walk of a checked size expression (never Python's eval)."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return values[node.id]
+    if not isinstance(node, ast.BinOp):
+        raise ShapeConstraintError(f"{text!r} is not a size expression")
+    left, right = _value(node.left, values, text), _value(node.right, values, text)
+    if isinstance(node.op, ast.Add):
+        return left + right
+    if isinstance(node.op, ast.Sub):
+        return left - right
+    if isinstance(node.op, ast.Mult):
+        return left * right
+    if right == 0:
+        raise ShapeConstraintError(f"size expression {text} divides by zero")
+    return left // right
 
 
 def _expression_text(expr) -> str:
@@ -286,7 +253,8 @@ class DynamicProgram:
     # outputs that are sizes: position -> size expression over the symbols
     size_outputs: dict[int, str] = field(default_factory=dict)
     front_half_seconds: float = 0.0
-    _specialized: dict[tuple, CompiledGraph] = field(default_factory=dict, repr=False)
+    _specialized: LRU = field(default_factory=lambda: LRU(SPECIALIZATION_CAPACITY), repr=False)
+    _loaded: LRU = field(default_factory=lambda: LRU(SPECIALIZATION_CAPACITY), repr=False)
 
     def specialize(self, shapes: Sequence[Sequence[int]]) -> CompiledGraph:
         """The program compiled for inputs of ``shapes`` (cached per shape)."""
@@ -317,8 +285,51 @@ class DynamicProgram:
         )
         compiled.stage_seconds = {"refine": refine_seconds, **compiled.stage_seconds}
         STATS["specializations"] += 1
-        self._specialized[key] = compiled
+        self._specialized.put(key, compiled)
         return compiled
+
+    def optimized(self, shapes: Sequence[Sequence[int]], target: str | None = None) -> str:
+        """The program refined to ``shapes`` and through the pass pipeline, not
+        compiled further (what ``neuronc estimate --shape`` prices); not cached."""
+        key = tuple(tuple(int(d) for d in s) for s in shapes)
+        self.signature.bind(key)
+        compiled = compile_refined(
+            refine(self.text, key, self.signature),
+            name=self.name,
+            target=target or self.target,
+            pipeline=self.pipeline,
+            weights=self.weights,
+            weight_sources=self.weight_sources,
+            output_names=self.output_names,
+            stop_after="optimized",
+        )
+        return compiled.artifacts["optimized"]
+
+    def run(self, arrays: Sequence[np.ndarray], core: int = 0) -> list[np.ndarray]:
+        """The program's outputs for ``arrays``: its symbols bound from their shapes
+        (``ShapeConstraintError`` when they break the signature), specialized once per
+        shape, loaded once per shape and core, executed. Outputs that are None,
+        constants or sizes are not among them (``output_positions`` says which are)."""
+        from torchneuron.runtime import load_neff
+
+        shapes = tuple(tuple(int(d) for d in np.shape(a)) for a in arrays)
+        for spec, array in zip(self.signature.inputs, arrays):
+            dtype = _numpy_dtype_name(array)
+            if dtype != spec["dtype"]:
+                raise ShapeConstraintError(
+                    f"input {spec['name']!r} is {dtype}, the dynamic program takes {spec['dtype']}"
+                )
+        compiled = self.specialize(shapes)
+        loaded = self._loaded.get((shapes, core))
+        if loaded is None:
+            loaded = load_neff(compiled.neff, core)
+            self._loaded.put((shapes, core), loaded)
+        return loaded.execute([np.asarray(a) for a in arrays])
+
+    def output_positions(self) -> list[int]:
+        """The graph output position of each output the program computes."""
+        skipped = {*self.none_outputs, *self.constant_outputs, *self.size_outputs}
+        return [i for i in range(self.output_count) if i not in skipped]
 
     def _graph_positions(self) -> dict[int, int]:
         """Position among all outputs -> position among the outputs that are not sizes."""
@@ -332,6 +343,29 @@ class DynamicProgram:
     @property
     def specializations(self) -> int:
         return len(self._specialized)
+
+    # -- the dynamic NEFF ------------------------------------------------------
+
+    def to_neff(self) -> bytes:
+        """One NEFF holding this program with its symbolic signature, guards and weights
+        (``neff/dynamic.py`` gives the layout); ``from_neff`` reads it back."""
+        from .dynamic_neff import dynamic_neff
+
+        return dynamic_neff(self)
+
+    @classmethod
+    def from_neff(cls, source: Any, *, target: str | None = None) -> DynamicProgram:
+        """The dynamic program a NEFF holds (a ``Neff``, NEFF bytes or a path), checked as
+        input from strangers; every failure is one ``NeffError`` line naming the field."""
+        from .dynamic_neff import program_of_neff
+
+        return program_of_neff(source, target=target)
+
+
+def _numpy_dtype_name(array) -> str:
+    from torchneuron.neff.weights import weight_dtype_name
+
+    return weight_dtype_name(np.asarray(array).dtype) or str(np.asarray(array).dtype)
 
 
 def compile_refined(text: str, **keywords) -> CompiledGraph:
@@ -403,8 +437,12 @@ def compile_dynamic_graph(
     weights: dict[str, torch.Tensor] | None = None,
     weight_sources: dict[str, str] | None = None,
     output_names: Sequence[str] | None = None,
+    dump_dir: str | Path | None = None,
 ) -> tuple[DynamicProgram, list[int]]:
     """Lower an ATen graph with symbolic sizes once.
+
+    With ``dump_dir``, the stored program is written there once, as
+    ``<name>.stablehlo.mlir`` and as the dynamic NEFF ``<name>.neff`` (not one per shape).
 
     Returns the program and the positions of the graph's placeholders that are sizes
     (not program arguments: the caller drops them from its arguments). Raises
@@ -458,7 +496,21 @@ def compile_dynamic_graph(
             raise DynamicShapeError(f"graph output {value!r} of symbolic size is empty")
     result.front_half_seconds = time.perf_counter() - start
     STATS["front_half"] += 1
+    if dump_dir is not None:
+        _dump(result, Path(dump_dir))
     return result, size_positions
+
+
+def _dump(result: DynamicProgram, folder: Path) -> None:
+    from torchneuron.files import write_atomically
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        suffix = stages.BY_NAME["stablehlo"].suffix
+        write_atomically(folder / f"{result.name}.{suffix}", result.text.encode())
+        write_atomically(folder / f"{result.name}.neff", result.to_neff())
+    except OSError as error:
+        raise TorchNeuronError(f"cannot write the dynamic program to {folder}: {error}") from None
 
 
 def _legalize(module: ir.Module) -> None:
@@ -507,6 +559,9 @@ def _legalize(module: ir.Module) -> None:
             "the dynamic program keeps shape arithmetic StableHLO cannot express: "
             + ", ".join(leftovers)
         )
+    # The shape legalization leaves unrealized_conversion_cast pairs (tensor<2xi32> <->
+    # tensor<2xindex>); the stored program (and its NEFF) holds StableHLO only.
+    upstream("reconcile-unrealized-casts")
 
 
 def _binary_broadcasts(module: ir.Module) -> None:
@@ -549,6 +604,7 @@ def _signature(prepared) -> SymbolicSignature:
     import sympy
 
     inputs, symbols = [], {}
+    shape_env = None
     nodes = {n.name: n for n in prepared.graph_module.graph.nodes if n.op == "placeholder"}
     for argument in prepared.arguments:
         value = nodes[argument.name].meta["val"]
@@ -563,6 +619,7 @@ def _signature(prepared) -> SymbolicSignature:
                 continue
             shape.append(_expression_text(expr))
             for symbol in expr.free_symbols:
+                shape_env = dim.node.shape_env
                 bounds = dim.node.shape_env.var_to_range.get(symbol)
                 low = _finite(bounds.lower) if bounds is not None else None
                 high = _finite(bounds.upper) if bounds is not None else None
@@ -583,7 +640,37 @@ def _signature(prepared) -> SymbolicSignature:
             f"symbol(s) {', '.join(sorted(missing))} are no input dimension's size; a "
             "dynamic program binds every symbol from the shape of an input"
         )
-    return SymbolicSignature(tuple(inputs), symbols)
+    return SymbolicSignature(tuple(inputs), symbols, _guards(shape_env, set(symbols)))
+
+
+_RELATIONS = {
+    "Equality": "==",
+    "Unequality": "!=",
+    "StrictLessThan": "<",
+    "LessThan": "<=",
+    "StrictGreaterThan": ">",
+    "GreaterThan": ">=",
+}
+
+
+def _guards(shape_env, symbols: set[str]) -> tuple[str, ...]:
+    """The tracer's guards on the symbols that a guard of the NEFF can state (one
+    comparison of size expressions), so a stored program re-checks them at every bind.
+    Others (``Mod``, negative coefficients, symbols no input carries) stay Dynamo's."""
+    found: list[str] = []
+    for guard in getattr(shape_env, "guards", ()) if shape_env is not None else ():
+        expr = guard.expr
+        relation = _RELATIONS.get(type(expr).__name__)
+        if relation is None or not {s.name for s in expr.free_symbols} <= symbols:
+            continue
+        try:
+            text = f"{_expression_text(expr.lhs)} {relation} {_expression_text(expr.rhs)}"
+            neff_dynamic.guard_symbols(text)
+        except (DynamicShapeError, ValueError):
+            continue
+        if text not in found:
+            found.append(text)
+    return tuple(found)
 
 
 def _finite(bound) -> int | None:

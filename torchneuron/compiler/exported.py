@@ -33,6 +33,18 @@ class ExportedGraph:
     weight_sources: dict[str, str]  # placeholder name -> parameter/buffer FQN
     output_names: list[str]
 
+    def symbolic_inputs(self) -> list[str]:
+        """The user inputs with a symbolic dimension (exported with ``Dim``s): a graph
+        with any compiles to one dynamic program (``compiler/dynamic.py``)."""
+        found = []
+        for node in self.graph_module.graph.nodes:
+            value = node.meta.get("val") if node.op == "placeholder" else None
+            if node.name in self.weights or not isinstance(value, torch.Tensor):
+                continue
+            if any(not isinstance(dim, int) for dim in value.shape):
+                found.append(node.name)
+        return found
+
 
 def load_exported_program(path: str | Path) -> ExportedProgram:
     """The program saved at ``path``; ProgramLoadError naming the file if it is not one."""

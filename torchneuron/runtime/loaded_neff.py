@@ -147,6 +147,13 @@ class LoadedNeff:
         self.manifest: dict = dict(neff.manifest or {})
         self.definition: dict = dict(neff.definition or {})
         self.executor_name: str = executor.name
+        if "dynamic" in self.manifest:
+            # The runtime runs static programs; the compiler specializes a dynamic one.
+            raise InvalidNeffError(
+                f"{self.label} holds a dynamic program (symbolic dimensions): it runs once "
+                "specialized to concrete shapes: torchneuron.compiler.dynamic."
+                "DynamicProgram.from_neff(neff).run(inputs), or neuronc run"
+            )
         self._check_target(neff)
         self._schedule_json = (getattr(neff, "extra_files", None) or {}).get(SCHEDULE_PATH)
         self._schedule: Schedule | None | bool = None  # False: the NEFF's schedule is unreadable
