@@ -6,6 +6,7 @@ neuronc compile model.pt2 -o m.neff --dump-dir dump/ --passes "canonicalize,cse"
 neuronc compile --from stablehlo dump/m.stablehlo.mlir -o m.neff --weights dump/m.neff  # re-enter
 neuronc inspect model.neff
 neuronc run model.neff --input x=input.npy --output-dir out/
+neuronc estimate dynamic.neff --shape x=4x1000   # a dynamic program priced at one shape
 neuronc profile model.neff -o trace.json      # Perfetto/Chrome trace, one lane per engine
 neuronc estimate model.pt2 --target trn2 --target trn3   # side by side, no NEFF written
 neuronc plan gpt --batch 16 --dp 2 --fsdp 8 --tp 4   # a parallel training step, per core
@@ -28,6 +29,7 @@ import contextlib
 import os
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from torchneuron.errors import TorchNeuronError, one_line
@@ -198,7 +200,17 @@ def _parser() -> argparse.ArgumentParser:
     estimate_cmd = commands.add_parser(
         "estimate", help="estimate latency, MFU and HBM of a program on one or more targets"
     )
-    estimate_cmd.add_argument("program", help="a program saved with torch.export.save")
+    estimate_cmd.add_argument(
+        "program", help="a program saved with torch.export.save, or a dynamic NEFF"
+    )
+    estimate_cmd.add_argument(
+        "--shape",
+        action="append",
+        default=[],
+        metavar="NAME=AxB",
+        help="for a program with symbolic dimensions: an input's concrete shape "
+        "(repeat per input; NAME= may be left out for a program of one input)",
+    )
     estimate_cmd.add_argument(
         "--target",
         action="append",
@@ -298,6 +310,8 @@ def _compile_program(args, options: dict):
 
     program_path = Path(args.program)
     graph = exported_graph(load_exported_program(program_path))
+    if graph.symbolic_inputs():
+        return _compile_dynamic(args, options, graph, program_path)
     return compile_graph(
         graph.graph_module,
         name=args.name or program_path.stem,
@@ -307,6 +321,45 @@ def _compile_program(args, options: dict):
         use_cache=False,
         **options,
     )
+
+
+@dataclass
+class _DynamicCompiled:
+    """What ``neuronc compile`` of a program with symbolic dimensions gives: one NEFF
+    holding the dynamic program, and its StableHLO text (``--emit stablehlo``)."""
+
+    neff: bytes | None
+    artifacts: dict[str, str]
+
+
+def _compile_dynamic(args, options: dict, graph, program_path: Path) -> _DynamicCompiled:
+    """A .pt2 exported with ``Dim``s: its front half compiled once, stored in one NEFF."""
+    from torchneuron.compiler.dynamic import compile_dynamic_graph
+
+    if args.emit not in (None, "stablehlo") or args.print_ir_after_all:
+        raise UsageError(
+            f"{program_path} has symbolic dimensions ({', '.join(graph.symbolic_inputs())}): "
+            "it compiles to one dynamic NEFF; --emit takes only stablehlo for it, and "
+            "--print-ir-after-all is not supported"
+        )
+    program, _ = compile_dynamic_graph(
+        graph.graph_module,
+        name=args.name or program_path.stem,
+        target=options["target"],
+        pipeline=options["pipeline"],
+        weights=graph.weights,
+        weight_sources=graph.weight_sources,
+        output_names=graph.output_names,
+        dump_dir=options["dump_dir"],
+    )
+    neff = program.to_neff() if args.output else None
+    if args.output:
+        symbols = ", ".join(
+            f"{name} in [{low}, {'inf' if high is None else high}]"
+            for name, (low, high) in program.signature.symbols.items()
+        )
+        print(f"dynamic program: {symbols}", file=sys.stderr)
+    return _DynamicCompiled(neff, {"stablehlo": program.text})
 
 
 def _compile_artifact(args, options: dict):

@@ -16,8 +16,7 @@ def estimate_command(args) -> int:
     import json
     import time
 
-    from torchneuron.compiler.exported import exported_graph, load_exported_program
-    from torchneuron.compiler.pipeline import compile_graph, logical_core_size
+    from torchneuron.compiler.pipeline import logical_core_size
     from torchneuron.estimate.cost_model import estimate_text
     from torchneuron.target import hardware
 
@@ -26,26 +25,14 @@ def estimate_command(args) -> int:
         raise UsageError(f"--target given twice: {', '.join(targets)}")
     check_pipeline(args.passes)
     program_path = Path(args.program)
-    graph = exported_graph(load_exported_program(program_path))
     start = time.perf_counter()
-    # Everything up to the optimized program is the same for every target.
-    compiled = compile_graph(
-        graph.graph_module,
-        name=args.name or program_path.stem,
-        target=targets[0],
-        pipeline=args.passes,
-        weights=graph.weights,
-        weight_sources=graph.weight_sources,
-        output_names=graph.output_names,
-        stop_after="optimized",
-        use_cache=False,
-    )
+    optimized = _optimized_program(args, program_path, targets[0])
     compile_seconds = time.perf_counter() - start
     columns = {}
     for target in targets:
         lnc = args.lnc or logical_core_size(target)
         start = time.perf_counter()
-        schedule = estimate_text(compiled.artifacts["optimized"], target, lnc)
+        schedule = estimate_text(optimized, target, lnc)
         seconds = time.perf_counter() - start
         capacity = hardware.chip(target).hbm_bytes_per_logical_core(lnc)
         columns[target] = {
@@ -69,6 +56,118 @@ def estimate_command(args) -> int:
         "not measurements; peak HBM excludes the serialized program)"
     )
     return 0
+
+
+def _optimized_program(args, program_path: Path, target: str) -> str:
+    """The optimized program to price: a static .pt2 compiled as it is; a program with
+    symbolic dimensions (a .pt2 exported with ``Dim``s, or a dynamic NEFF) specialized
+    to ``--shape`` first."""
+    from torchneuron.compiler.dynamic import DynamicProgram, compile_dynamic_graph
+    from torchneuron.compiler.exported import exported_graph, load_exported_program
+    from torchneuron.compiler.pipeline import compile_graph
+
+    name = args.name or program_path.stem
+    if _is_neff(program_path):
+        from torchneuron.neff import read_neff
+
+        neff = read_neff(program_path)
+        if "dynamic" not in neff.manifest:
+            raise UsageError(
+                f"{program_path}: a static NEFF; its estimate is in `neuronc inspect`, "
+                "estimate takes a .pt2 or a dynamic NEFF"
+            )
+        program = DynamicProgram.from_neff(neff, target=target)
+        if args.passes:
+            program.pipeline = args.passes
+        return program.optimized(_shapes(args.shape, program, program_path), target)
+    graph = exported_graph(load_exported_program(program_path))
+    if graph.symbolic_inputs():
+        program, _ = compile_dynamic_graph(
+            graph.graph_module,
+            name=name,
+            target=target,
+            pipeline=args.passes,
+            weights=graph.weights,
+            weight_sources=graph.weight_sources,
+            output_names=graph.output_names,
+        )
+        return program.optimized(_shapes(args.shape, program, program_path), target)
+    if args.shape:
+        raise UsageError(f"--shape: {program_path} has static shapes; drop --shape")
+    compiled = compile_graph(
+        graph.graph_module,
+        name=name,
+        target=target,
+        pipeline=args.passes,
+        weights=graph.weights,
+        weight_sources=graph.weight_sources,
+        output_names=graph.output_names,
+        stop_after="optimized",
+        use_cache=False,
+    )
+    return compiled.artifacts["optimized"]
+
+
+def _is_neff(path: Path) -> bool:
+    """Whether ``path`` starts like a NEFF (its header_size field says 1024); a .pt2 is a
+    zip archive, which never does."""
+    from torchneuron.neff import HEADER_SIZE
+
+    try:
+        with open(path, "rb") as file:
+            head = file.read(16)
+    except OSError:
+        return False  # the .pt2 loader says what is wrong with the path
+    return len(head) == 16 and int.from_bytes(head[8:16], "little") == HEADER_SIZE
+
+
+def _shapes(given: list[str], program, program_path: Path) -> list[tuple[int, ...]]:
+    """``--shape`` arguments -> one concrete shape per input of the dynamic program,
+    checked against its signature (one-line errors naming the input and dimension)."""
+    import re
+
+    inputs = program.signature.inputs
+    described = "; ".join(
+        f"{spec['name']}: {spec['dtype']}[{', '.join(map(str, spec['shape']))}]" for spec in inputs
+    )
+    symbols = ", ".join(
+        f"{n} in [{lo}, {'inf' if hi is None else hi}]"
+        for n, (lo, hi) in program.signature.symbols.items()
+    )
+    if not given:
+        example = (
+            inputs[0]["name"]
+            + "="
+            + "x".join(str(d) if isinstance(d, int) else "N" for d in inputs[0]["shape"])
+        )
+        raise UsageError(
+            f"{program_path} has symbolic dimensions ({described}; {symbols}): give each "
+            f"input's concrete shape, e.g. --shape {example}"
+        )
+    shapes: dict[str, tuple[int, ...]] = {}
+    for item in given:
+        name, sep, dims = item.rpartition("=")
+        if not sep:
+            if len(inputs) != 1:
+                raise UsageError(
+                    f"--shape {item!r}: give NAME=AxB (the program has several inputs)"
+                )
+            name = inputs[0]["name"]
+        if not re.fullmatch(r"[0-9]{1,12}(x[0-9]{1,12}){0,15}|", dims):
+            raise UsageError(f"--shape {item!r}: expected NAME=AxBx... with sizes in digits")
+        if name in shapes:
+            raise UsageError(f"--shape {name} given twice")
+        shapes[name] = tuple(int(d) for d in dims.split("x")) if dims else ()
+    names = [spec["name"] for spec in inputs]
+    unknown = sorted(set(shapes) - set(names))
+    if unknown:
+        raise UsageError(f"--shape {', '.join(unknown)}: no such input; inputs: {described}")
+    missing = [n for n in names if n not in shapes]
+    if missing:
+        raise UsageError(f"--shape missing for {', '.join(missing)} ({described})")
+    result = [shapes[n] for n in names]
+    program.signature.bind(result)  # ShapeConstraintError: one line naming input and rule
+    return result
 
 
 def _estimate_table(columns: dict[str, dict]) -> str:

@@ -31,7 +31,7 @@ class TensorSpec:
     name: str
     dtype_name: str
     dtype: np.dtype
-    shape: tuple[int, ...]
+    shape: tuple[int, ...] | None  # None: any (a dynamic program's signature checks it)
 
 
 def signature_of(manifest: object, source: str) -> tuple[list[TensorSpec], list[TensorSpec]]:
@@ -151,7 +151,7 @@ def read_input(name: str, file: str, spec: TensorSpec) -> np.ndarray:
         dtype = spec.dtype
     if dtype != spec.dtype:
         raise UsageError(f"{shown}: dtype {mapped.dtype}, the program expects {spec.dtype_name}")
-    if mapped.shape != spec.shape:
+    if spec.shape is not None and mapped.shape != spec.shape:
         raise UsageError(
             f"{shown}: shape {list(mapped.shape)}, the program expects {list(spec.shape)}"
         )
@@ -200,12 +200,52 @@ def run_command(args) -> int:
     from torchneuron.runtime import load_neff
 
     neff = read_neff(args.neff)
+    if "dynamic" in neff.manifest:
+        return _run_dynamic(args, neff)
     inputs, outputs = signature_of(neff.manifest, args.neff)
     files = inputs_by_name(args.input, inputs)
     arrays = [read_input(spec.name, files[spec.name], spec) for spec in inputs]
     check_core(args.core)
     out_dir = output_folder(args.output_dir, "--output-dir") if args.output_dir else None
     values = load_neff(neff, core=args.core).execute(arrays)
+    _report(outputs, values, out_dir)
+    return 0
+
+
+def _run_dynamic(args, neff) -> int:
+    """A dynamic NEFF: inputs of any shape its signature admits (each file's dtype and
+    rank checked before its data is read, its sizes by binding the symbols), the program
+    specialized to them, then run (``DynamicProgram.run``)."""
+    from torchneuron.compiler.dynamic import DynamicProgram
+
+    program = DynamicProgram.from_neff(neff)
+    use_chip_of(neff.manifest, args.neff)
+    inputs = [
+        TensorSpec(spec["name"], spec["dtype"], _numpy_dtype(spec["dtype"]), None)
+        for spec in program.signature.inputs
+    ]
+    files = inputs_by_name(args.input, inputs)
+    arrays = [read_input(spec.name, files[spec.name], spec) for spec in inputs]
+    check_core(args.core)
+    out_dir = output_folder(args.output_dir, "--output-dir") if args.output_dir else None
+    program.signature.bind([a.shape for a in arrays])  # one line naming input, dim, rule
+    values = program.run(arrays, core=args.core)
+    compiled = program.specialize([a.shape for a in arrays])  # cached: its output specs
+    outputs = [
+        TensorSpec(o["name"], o["dtype"], _numpy_dtype(o["dtype"]), tuple(o["shape"]))
+        for o in compiled.outputs
+    ]
+    _report(outputs, values, out_dir)
+    return 0
+
+
+def _numpy_dtype(name: str) -> np.dtype:
+    from torchneuron.target.dtypes import NEFF_DTYPES
+
+    return NEFF_DTYPES[name].numpy
+
+
+def _report(outputs: list[TensorSpec], values, out_dir) -> None:
     for spec, value in zip(outputs, values):
         if out_dir:
             atomic_write(out_dir / f"{spec.name}.npy", _npy_bytes(value), "--output-dir")
@@ -213,7 +253,6 @@ def run_command(args) -> int:
         if not out_dir:
             shown = np.asarray(value, dtype=np.float64) if value.dtype.kind == "V" else value
             print(np.array2string(shown, threshold=20))
-    return 0
 
 
 def _npy_bytes(value) -> bytes:
