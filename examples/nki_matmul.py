@@ -2,6 +2,7 @@
 
     python examples/nki_matmul.py
 
+The kernel is ``torchneuron.nki.kernels.matmul_tiled`` (torchneuron/nki/kernels/matmul.py).
 ``out[M, N] = lhsT.T @ rhs`` with ``lhsT: [K, M]`` (the contraction on the partition axis,
 as TensorE wants it) and ``rhs: [K, N]``. For each 512-column block of ``rhs`` the kernel
 keeps the block's K x 512 panel in SBUF; for each 128-row block of the output it loads the
@@ -14,39 +15,12 @@ from __future__ import annotations
 
 import numpy as np
 
-import torchneuron.nki.isa as nisa
 import torchneuron.nki.language as nl
 from torchneuron import nki
+from torchneuron.nki.kernels import matmul_tiled
 from torchneuron.target.hardware import chip
 
-TK = nl.tile_size.pmax  # contraction tile (partitions)
-TM = nl.tile_size.gemm_stationary_fmax  # output rows per matmul
-TN = nl.tile_size.gemm_moving_fmax  # output columns per matmul (one PSUM bank)
-
-
-@nki.jit
-def matmul_tiled(lhsT, rhs):
-    k, m = lhsT.shape
-    _, n = rhs.shape
-    out = nl.ndarray((m, n), dtype=lhsT.dtype, buffer=nl.shared_hbm)
-    for nb in nl.affine_range(n // TN):
-        cols = slice(nb * TN, (nb + 1) * TN)
-        rhs_panel = []
-        for kb in nl.affine_range(k // TK):
-            tile = nl.ndarray((TK, TN), dtype=rhs.dtype, buffer=nl.sbuf)
-            nisa.dma_copy(dst=tile, src=rhs[kb * TK : (kb + 1) * TK, cols])
-            rhs_panel.append(tile)
-        for mb in nl.affine_range(m // TM):
-            rows = slice(mb * TM, (mb + 1) * TM)
-            acc = nl.ndarray((TM, TN), dtype=nl.float32, buffer=nl.psum)
-            for kb in nl.affine_range(k // TK):
-                lhs = nl.ndarray((TK, TM), dtype=lhsT.dtype, buffer=nl.sbuf)
-                nisa.dma_copy(dst=lhs, src=lhsT[kb * TK : (kb + 1) * TK, rows])
-                nisa.nc_matmul(acc, lhs, rhs_panel[kb], accumulate=kb > 0)
-            result = nl.ndarray((TM, TN), dtype=out.dtype, buffer=nl.sbuf)
-            nisa.tensor_copy(result, acc)
-            nisa.dma_copy(dst=out[rows, cols], src=result)
-    return out
+__all__ = ["matmul_tiled", "tensor_engine_roofline_seconds"]
 
 
 def tensor_engine_roofline_seconds(m: int, k: int, n: int, target: str = "trn2") -> float:
