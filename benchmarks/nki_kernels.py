@@ -8,7 +8,8 @@ For each kernel of ``torchneuron.nki.kernels`` (trn2, one NeuronCore, BF16 input
 - the cost model's estimate of the same computation written as a torch function, lowered
   through the compiler to optimized StableHLO and estimated on one logical core of LNC=1
   (one physical core, as the kernel runs on);
-- the roofline: max(FLOPs / TensorE BF16 peak, minimum HBM bytes / the core's HBM (DMA)
+- the roofline: max(FLOPs / TensorE BF16 peak (causal attention: the FLOPs of the blocks
+  on and below the diagonal at 128-query granularity), minimum HBM bytes / the core's HBM (DMA)
   bandwidth), from the hardware table, and the estimate's share of it.
 
 Nothing runs on hardware and no numbers are computed: only shapes and dtypes matter.
@@ -82,6 +83,23 @@ def _ln(x, g, b):
     return F.layer_norm(x.float(), (x.shape[-1],), g, b, eps=kernels.EPS).to(x.dtype)
 
 
+class _Causal:
+    """``kernel(..., causal=True)`` for ``nki.estimate``."""
+
+    def __init__(self, kernel) -> None:
+        self.kernel = kernel
+
+    def estimate(self, *arrays):
+        return nki.estimate(self.kernel, target=TARGET)(*arrays, causal=True)
+
+
+def _causal_attention(q, k, v):
+    s, hd = q.shape
+    keep = torch.ones(s, s, dtype=torch.bool).tril()
+    scores = ((q @ k.T) * (1 / math.sqrt(hd))).masked_fill(~keep, float("-inf"))
+    return torch.softmax(scores, -1) @ v
+
+
 def cases():
     """(name, kernel, arrays, torch function, FLOPs, minimum HBM bytes)."""
     z = lambda *shape, dtype=BF16: np.zeros(shape, dtype)  # noqa: E731
@@ -107,13 +125,19 @@ def cases():
            (z(s, hd), z(s, hd), z(s, hd)),
            lambda q, k, v: torch.softmax((q @ k.T) * (1 / math.sqrt(hd)), -1) @ v,
            4 * s * s * hd, 4 * s * hd * 2)  # fmt: skip
+    yield ("flash_attention causal", _Causal(kernels.flash_attention),
+           (z(s, hd), z(s, hd), z(s, hd)), _causal_attention,
+           2 * s * (s + 128) * hd, 4 * s * hd * 2)  # fmt: skip
 
 
 def main() -> None:
     start = time.perf_counter()
     rows = []
     for name, kernel, arrays, fn, flops, hbm_bytes in cases():
-        run = nki.estimate(kernel, target=TARGET)(*arrays)
+        if isinstance(kernel, _Causal):
+            run = kernel.estimate(*arrays)
+        else:
+            run = nki.estimate(kernel, target=TARGET)(*arrays)
         busy = run.schedule.utilization()
         top = sorted(busy.items(), key=lambda kv: -kv[1])[:2]
         roof, bound = roofline_seconds(flops, hbm_bytes)

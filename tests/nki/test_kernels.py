@@ -153,6 +153,27 @@ def test_flash_attention_kernel_matches_torch(sq, sk, d, dtype):
     _check_matmul_kernel(y, expected, dtype)
 
 
+@pytest.mark.parametrize(("sq", "sk"), [(256, 256), (640, 640), (128, 640)])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_causal_flash_attention_matches_torch(sq, sk, dtype):
+    q, k, v = _inputs(sq + sk, (sq, 64), (sk, 64), (sk, 64), dtype=dtype, scale=1.5)
+    y = nki.simulate(kernels.flash_attention)(q, k, v, causal=True)
+    expected = F.scaled_dot_product_attention(
+        _t(q)[None], _t(k)[None], _t(v)[None], is_causal=True
+    )[0]
+    _check_matmul_kernel(y, expected, dtype)
+
+
+def test_causal_flash_attention_skips_blocks_after_the_queries():
+    q = np.zeros((1024, 128), BF16)
+    full = nki.estimate(kernels.flash_attention)(q, q, q)
+    causal = nki.estimate(kernels.flash_attention)(q, q, q, causal=True)
+    count = lambda run: sum(i.name == "nc_matmul" for i in run.trace.instructions)  # noqa: E731
+    # 8 query tiles x 2 key blocks of 512: query tiles 0-3 see only the first block.
+    assert count(causal) == count(full) - 4 * (1 + 4)  # one QK^T and four PV matmuls each
+    assert causal.seconds < full.seconds
+
+
 def test_flash_attention_scale_argument_is_a_constant():
     q, k, v = _inputs(9, (128, 64), (256, 64), (256, 64))
     y = nki.simulate(kernels.flash_attention)(q, k, v, scale=0.5)

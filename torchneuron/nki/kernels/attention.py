@@ -2,7 +2,9 @@
 holding the full score matrix.
 
 ``q: [Sq, d]``, ``k, v: [Sk, d]``, Sq and Sk multiples of 128, d <= 128; ``scale`` defaults
-to ``1 / sqrt(d)``; no mask. Once per kernel, the keys are transposed on TensorE so that d is
+to ``1 / sqrt(d)``; ``causal=True`` masks key j > query i (torch's ``is_causal``): key
+blocks wholly after a query tile are skipped, and the block holding the diagonal is
+masked by GpSimd's ``affine_select``. Once per kernel, the keys are transposed on TensorE so that d is
 on the partitions (``kT: [d, Sk]`` in SBUF) and the values are loaded as 128-key tiles. For
 each 128-query tile (queries on the partitions; its transpose ``qT`` is the stationary
 operand) and each block of up to 512 keys:
@@ -31,10 +33,11 @@ from torchneuron.nki.kernels.mlp import transposed_blocks
 
 P = nl.tile_size.pmax
 KB = nl.tile_size.gemm_moving_fmax  # keys per block (one PSUM bank of scores)
+MASKED = -1e30  # a masked score: exp(scale * MASKED - m) is 0 in float32
 
 
 @nki.jit
-def flash_attention(q, k, v, scale=None):
+def flash_attention(q, k, v, scale=None, causal=False):
     shapes = [tuple(t.shape) for t in (q, k, v)]
     if any(len(s) != 2 for s in shapes):
         raise refuse("kernel flash_attention", f"q, k, v must be 2-D [S, d], got {shapes}")
@@ -62,8 +65,12 @@ def flash_attention(q, k, v, scale=None):
         qt = _transposed(q, qi * P, P, d)
         m = l_sum = acc = None
         for start, width, kt in kt_blocks:
+            if causal and start > qi * P + P - 1:
+                break  # every key of this block and the next ones is after every query
             s = nl.ndarray((P, width), dtype=nl.float32, buffer=nl.psum)
             nisa.nc_matmul(s, qt, kt)
+            if causal and start + width - 1 > qi * P:
+                s = _causal_mask(s, qi * P - start)
             m_new = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
             nisa.tensor_reduce(m_new, nl.maximum, s, axis=1)
             if m is None:
@@ -105,6 +112,27 @@ def flash_attention(q, k, v, scale=None):
         nisa.tensor_scalar(o, acc, nl.multiply, inv)
         nisa.dma_copy(dst=out[rows, :], src=o)
     return out
+
+
+def _causal_mask(s, offset: int):
+    """The scores with key j > query p (``offset + p - j < 0``) replaced by -1e30: copied
+    out of PSUM by VectorE, masked by GpSimd's ``affine_select`` (GpSimd cannot read PSUM).
+    Every row keeps at least one key: blocks start at multiples of 512 <= the query tile's
+    first row."""
+    width = s.shape[1]
+    scores = nl.ndarray((P, width), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(scores, s)
+    masked = nl.ndarray((P, width), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.affine_select(
+        masked,
+        pattern=[[-1, width]],
+        offset=offset,
+        channel_multiplier=1,
+        on_true_tile=scores,
+        on_false_value=MASKED,
+        cmp_op=nl.greater_equal,
+    )
+    return masked
 
 
 def _transposed(x, start: int, width: int, d: int):
