@@ -1,7 +1,8 @@
 """One rank of the parallelism-API checks: FSDP2, DTensor plans, a 2-D mesh and DCP.
 
-``python -m torch.distributed.run --nproc-per-node N parallel_worker.py OUT CKPT`` runs
-every check for world size N on ``neuron`` tensors and writes ``OUT/rank<R>.json``:
+``python -m torch.distributed.run --nproc-per-node N parallel_worker.py OUT CKPT [CHECK...]``
+runs the named checks (every check when none is named) for world size N on ``neuron``
+tensors and writes ``OUT/rank<R>.json``:
 check name -> {"value": ...} (what the rank saw, tensors as nested lists) or
 {"error": "..."}. tests/distributed/test_parallel_apis.py computes the single-process
 references and compares, so a wrong value shows as a difference, not as a flag set here.

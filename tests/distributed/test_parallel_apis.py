@@ -1,10 +1,10 @@
 """FSDP2, DTensor tensor/sequence parallelism, a 2-D mesh and DCP on ``neuron`` ranks.
 
-One ``torchrun`` launch per world size runs every check of parallel_worker.py (world 4
-first: it saves the checkpoint that world 2 loads); each rank writes its results to a
-JSON file; TORCHNEURON_NO_FALLBACK=1 holds in the ranks. The tests compute the
-single-process references here, on the NeuronCore, from the same weights and inputs,
-and compare.
+One ``torchrun`` launch per world size runs its checks of parallel_worker.py
+(``CHECKS_AT``; world 4 first: it saves the checkpoint that world 2 loads); each rank
+writes its results to a JSON file; TORCHNEURON_NO_FALLBACK=1 holds in the ranks. The
+tests compute the single-process references here, on the NeuronCore, from the same
+weights and inputs, and compare.
 """
 
 from __future__ import annotations
@@ -26,6 +26,25 @@ from tests.distributed import parallel_worker as worker
 from torchneuron import settings
 
 WORLD_SIZES = (4, 2)  # 4 saves the checkpoint that 2 loads
+# Each check runs at one world size. Four ranks where four are the point: FSDP2's
+# gradient reduction over four ranks, compared bit for bit with a sum in rank order
+# (over two ranks the order of a sum cannot show), the 2 x 2 mesh, and the checkpoint
+# saved in quarters that world 2 loads in halves. Two ranks for the rest: tensor and
+# sequence parallelism and the divide factor take the same code paths at any world
+# size that divides the shapes, and each rank process costs seconds of start-up.
+CHECKS_AT = {
+    4: ("fsdp2_gpt_bf16", "fsdp_tp_2d", "dcp_save_4_load_2"),
+    2: (
+        "tp_mlp",
+        "tp_attention",
+        "sequence_parallel_norm_attention",
+        "dcp_save_4_load_2",
+        "dcp_load_into_tensor_parallel",
+        "fsdp2_divide_factor_with_sum_reduction",
+        "fsdp2_divide_factor_premul_sum_refused",
+    ),
+}
+FSDP_WORLD, TP_WORLD = 4, 2
 LAUNCH_TIMEOUT_S = 300
 DEVICE = worker.DEVICE
 REPO = Path(__file__).resolve().parents[2]
@@ -48,6 +67,7 @@ def _launch(world: int, out_dir: Path, ckpt: Path) -> list[dict]:
         str(Path(worker.__file__)),
         str(out_dir),
         str(ckpt),
+        *CHECKS_AT[world],
     ]
     # No op may run on the CPU in the ranks: every one ran on the rank's NeuronCore.
     env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
@@ -128,13 +148,13 @@ def _fsdp_reference(world: int):
 
 
 @pytest.fixture(scope="module")
-def fsdp_references():
-    return {world: _fsdp_reference(world) for world in WORLD_SIZES}
+def fsdp_reference():
+    return _fsdp_reference(FSDP_WORLD)
 
 
-@pytest.mark.parametrize("world", WORLD_SIZES)
-def test_fsdp2_bf16_training_losses_equal_single_process(results, fsdp_references, world):
-    losses, _ = fsdp_references[world]
+def test_fsdp2_bf16_training_losses_equal_single_process(results, fsdp_reference):
+    world = FSDP_WORLD
+    losses, _ = fsdp_reference
     for rank in range(world):
         value = _value(results, world, "fsdp2_gpt_bf16", rank)
         assert value["loss_dtype"] == "torch.bfloat16"
@@ -145,9 +165,9 @@ def test_fsdp2_bf16_training_losses_equal_single_process(results, fsdp_reference
         assert seen[-1] < seen[0]  # it trains
 
 
-@pytest.mark.parametrize("world", WORLD_SIZES)
-def test_fsdp2_bf16_training_parameters_equal_single_process(results, fsdp_references, world):
-    _, masters = fsdp_references[world]
+def test_fsdp2_bf16_training_parameters_equal_single_process(results, fsdp_reference):
+    world = FSDP_WORLD
+    _, masters = fsdp_reference
     for rank in range(world):
         params = _value(results, world, "fsdp2_gpt_bf16", rank)["params"]
         assert set(params) == set(masters)
@@ -155,8 +175,8 @@ def test_fsdp2_bf16_training_parameters_equal_single_process(results, fsdp_refer
             _close(params[name], expected, rtol=0, atol=0, what=f"rank {rank} {name}")
 
 
-@pytest.mark.parametrize("world", WORLD_SIZES)
-def test_fsdp2_shards_each_parameter_over_the_ranks(results, world):
+def test_fsdp2_shards_each_parameter_over_the_ranks(results):
+    world = FSDP_WORLD
     for rank in range(world):
         value = _value(results, world, "fsdp2_gpt_bf16", rank)
         assert set(value["devices"].values()) == {"neuron"}
@@ -171,8 +191,8 @@ def test_fsdp2_shards_each_parameter_over_the_ranks(results, world):
         assert value["grad_dtypes"] == ["torch.float32"]
 
 
-@pytest.mark.parametrize("world", WORLD_SIZES)
-def test_fsdp2_frees_unsharded_parameters_after_forward(results, world):
+def test_fsdp2_frees_unsharded_parameters_after_forward(results):
+    world = FSDP_WORLD
     for rank in range(world):
         value = _value(results, world, "fsdp2_gpt_bf16", rank)
         shape = [4 * worker.D, worker.D]
@@ -193,8 +213,8 @@ def _mlp_reference():
     return model, x, out
 
 
-@pytest.mark.parametrize("world", WORLD_SIZES)
-def test_colwise_rowwise_mlp_equals_unsharded_forward_and_backward(results, world):
+def test_colwise_rowwise_mlp_equals_unsharded_forward_and_backward(results):
+    world = TP_WORLD
     model, x, out = _mlp_reference()
     for rank in range(world):
         value = _value(results, world, "tp_mlp", rank)
@@ -207,8 +227,8 @@ def test_colwise_rowwise_mlp_equals_unsharded_forward_and_backward(results, worl
         assert set(value["devices"].values()) == {"neuron"}
 
 
-@pytest.mark.parametrize("world", WORLD_SIZES)
-def test_colwise_qkv_rowwise_out_attention_equals_unsharded(results, world):
+def test_colwise_qkv_rowwise_out_attention_equals_unsharded(results):
+    world = TP_WORLD
     model = worker.build(worker.Attention).to(DEVICE)
     x = worker.dense_input(4, 2, worker.SEQ, worker.D).to(DEVICE).requires_grad_()
     out = model(x)
@@ -221,8 +241,8 @@ def test_colwise_qkv_rowwise_out_attention_equals_unsharded(results, world):
             _close(value["grads"][name], p.grad, what=f"{name} grad")
 
 
-@pytest.mark.parametrize("world", WORLD_SIZES)
-def test_sequence_parallel_norm_and_attention_equal_unsharded(results, world):
+def test_sequence_parallel_norm_and_attention_equal_unsharded(results):
+    world = TP_WORLD
     model = worker.build(worker.NormAttention).to(DEVICE)
     x = worker.dense_input(6, 2, worker.SEQ, worker.D).to(DEVICE).requires_grad_()
     out = model(x)
@@ -319,8 +339,8 @@ def test_dcp_load_is_a_resharding_from_quarters_to_halves(results):
 # -- gradient divide factor ------------------------------------------------------
 
 
-@pytest.mark.parametrize("world", WORLD_SIZES)
-def test_fsdp2_custom_divide_factor_with_sum_reduction(results, world):
+def test_fsdp2_custom_divide_factor_with_sum_reduction(results):
+    world = TP_WORLD
     model = worker.build(worker.MLP).to(DEVICE)
     for rank in range(world):
         x = worker.dense_input(12 + rank, 2, worker.SEQ, worker.D).to(DEVICE)
@@ -331,8 +351,8 @@ def test_fsdp2_custom_divide_factor_with_sum_reduction(results, world):
             _close(grads[name], p.grad / 3.0, what=f"rank {rank} {name} grad")
 
 
-@pytest.mark.parametrize("world", WORLD_SIZES)
-def test_fsdp2_divide_factor_needing_premul_sum_fails_with_a_clear_error(results, world):
+def test_fsdp2_divide_factor_needing_premul_sum_fails_with_a_clear_error(results):
+    world = TP_WORLD
     for rank in range(world):
         raised = _value(results, world, "fsdp2_divide_factor_premul_sum_refused", rank)["raised"]
         assert raised is not None and "PREMUL_SUM" in raised and "SUM" in raised
