@@ -76,7 +76,7 @@ def _optimized_program(args, program_path: Path, target: str) -> str:
                 f"{program_path}: a static NEFF; its estimate is in `neuronc inspect`, "
                 "estimate takes a .pt2 or a dynamic NEFF"
             )
-        program = DynamicProgram.from_neff(neff, target=target)
+        program = DynamicProgram.from_neff(neff, target=target, where=str(program_path))
         if args.passes:
             program.pipeline = args.passes
         return program.optimized(_shapes(args.shape, program, program_path), target)

@@ -218,7 +218,7 @@ def _run_dynamic(args, neff) -> int:
     specialized to them, then run (``DynamicProgram.run``)."""
     from torchneuron.compiler.dynamic import DynamicProgram
 
-    program = DynamicProgram.from_neff(neff)
+    program = DynamicProgram.from_neff(neff, where=args.neff)
     use_chip_of(neff.manifest, args.neff)
     inputs = [
         TensorSpec(spec["name"], spec["dtype"], _numpy_dtype(spec["dtype"]), None)

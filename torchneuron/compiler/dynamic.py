@@ -354,12 +354,15 @@ class DynamicProgram:
         return dynamic_neff(self)
 
     @classmethod
-    def from_neff(cls, source: Any, *, target: str | None = None) -> DynamicProgram:
+    def from_neff(
+        cls, source: Any, *, target: str | None = None, where: str | None = None
+    ) -> DynamicProgram:
         """The dynamic program a NEFF holds (a ``Neff``, NEFF bytes or a path), checked as
-        input from strangers; every failure is one ``NeffError`` line naming the field."""
+        input from strangers; every failure is one ``NeffError`` line naming the field
+        (after ``where``, the file by default)."""
         from .dynamic_neff import program_of_neff
 
-        return program_of_neff(source, target=target)
+        return program_of_neff(source, target=target, where=where)
 
 
 def _numpy_dtype_name(array) -> str:

@@ -11,6 +11,7 @@ is one ``NeffError`` line, never a crash or a wrong answer.
 from __future__ import annotations
 
 import hashlib
+import os
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,7 @@ from torch_mlir import ir
 from torchneuron.errors import TorchNeuronError
 from torchneuron.neff import Neff, NeffError, read_neff, write_neff
 from torchneuron.neff import dynamic as neff_dynamic
-from torchneuron.neff.container import PROGRAM_PATH
+from torchneuron.neff.container import MANIFEST_PATH, PROGRAM_PATH
 from torchneuron.neff.weights import weight_dtype_name
 
 from . import program, stages
@@ -85,12 +86,26 @@ def dynamic_neff(graph: DynamicProgram) -> bytes:
     return write_neff(neff)
 
 
-def program_of_neff(source: Any, *, target: str | None = None) -> DynamicProgram:
+def program_of_neff(
+    source: Any, *, target: str | None = None, where: str | None = None
+) -> DynamicProgram:
     """The dynamic program a NEFF holds (a ``Neff``, NEFF bytes or a path), checked as
     input from strangers: the reader checks the manifest's ``dynamic`` entry, this
     parses the program and checks it against that entry. Every failure is one
-    ``NeffError`` line naming the field."""
-    neff = source if isinstance(source, Neff) else read_neff(source)
+    ``NeffError`` line naming the field (after ``where``, e.g. the file)."""
+    if isinstance(source, (str, os.PathLike)) and where is None:
+        where = str(source)
+    neff = source if isinstance(source, Neff) else read_neff(source)  # names the file
+    try:
+        try:
+            return _program_of(neff, target)
+        except ValueError as error:  # a Neff built in memory, not checked by the reader
+            raise NeffError(f"{MANIFEST_PATH}: dynamic is malformed: {error}") from None
+    except NeffError as error:
+        raise NeffError(f"{where}: {error}" if where else str(error)) from None
+
+
+def _program_of(neff: Neff, target: str | None) -> DynamicProgram:
     entry = neff.manifest.get("dynamic")
     if entry is None:
         raise NeffError(
