@@ -20,6 +20,7 @@ from torchneuron.fuzz.neff.pack import crc32_after_zeros, finish, gzip_with_zero
 from torchneuron.neff import NeffError, read_neff
 
 SMOKE_CASES = 240
+INJECTED_CASES = 6
 FAILURES = ("crash", "hang", "leak", "forbidden-executed", "fuzzer-error")
 
 
@@ -60,12 +61,16 @@ def test_smoke_run_finds_no_crash_hang_leak_or_forbidden_execution(tmp_path, cor
 @pytest.fixture(scope="module")
 def injected_run(tmp_path_factory, corpus_dir):
     out = tmp_path_factory.mktemp("injected")
-    # 10 s per case: an identity case on a worker restarted after an injected abort or
-    # hang loads and compiles its program from cold, which took over 4 s on a 2-core CI
-    # machine; an injected hang never answers, so it is a hang at any limit.
+    # 4 s per case: a worker warms up (its first load starts the verifier's child and
+    # XLA's client) before it says ready, so an identity case on a worker restarted
+    # after an injected abort or hang is timed like any other; an injected hang never
+    # answers, so it is a hang at any limit. Cases 0-5 of seed 0 are abort, hang,
+    # identity and three leaks (INJECTED_CASES): each kind once, the identity case after
+    # a worker died, and only two restarts (each costs a worker's start-up and warm-up).
     status, counts, stdout = _fuzz(
         out,
-        "--cases", "16", "--workers", "2", "--timeout", "10", "--cli-every", "0",
+        "--cases", str(INJECTED_CASES), "--seed", "0", "--workers", "2", "--timeout", "4",
+        "--cli-every", "0",
         "--mutators", "test-abort,test-hang,test-leak,identity",
     )  # fmt: skip
     return out, status, counts
@@ -75,7 +80,7 @@ def test_injected_abort_is_counted_as_crash_and_the_run_goes_on(injected_run):
     out, status, counts = injected_run
     aborts = counts["by_mutator"]["test-abort"]
     assert aborts == {"crash": sum(aborts.values())} and aborts["crash"] > 0
-    assert counts["cases"] == 16
+    assert counts["cases"] == INJECTED_CASES
     assert status == 1
     records = [json.loads(line) for line in (out / "findings.jsonl").read_text().splitlines()]
     crash = next(r for r in records if r["outcome"] == "crash")

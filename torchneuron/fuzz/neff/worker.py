@@ -3,7 +3,9 @@
     python -m torchneuron.fuzz.neff.worker CORPUS_DIR MUTATORS MEMORY_MIB [cli]
 
 Protocol (``pool.WorkerPool``): the worker prints ``{"event": "ready"}`` once its
-imports are done (with ``cli``, after one ``neuronc`` warm-up run). For each input line ``{"seed", "index", "cli"}`` it prints
+imports are done and one of our seeds has run through every stage (``_warm_up``; with
+``cli``, after one ``neuronc`` warm-up run too). For each input line
+``{"seed", "index", "cli"}`` it prints
 ``{"event": "case", "mutator", "entry", "note", "forbidden"}`` once the case is made,
 ``{"event": "stage", "stage"}`` before each stage, and ``{"event": "done", "result"}``
 at the end, so a death or a silence is attributed to its case and stage. Events go to
@@ -34,6 +36,28 @@ def _cap_memory(headroom_mib: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
+def _warm_up(corpus) -> None:
+    """Run one of our own seeds through every stage once, then forget it.
+
+    A process's first load starts the runtime verifier's child and XLA's client, which
+    took seconds on a loaded 2-core machine: paid here, before ``ready``, a restarted
+    worker's first case is timed like any other (a hang is still a hang at the same
+    limit). The verified-program memory and the compiled-program cache are emptied
+    after, so no case finds the warm-up's program already verified or compiled. A seed
+    given with ``--corpus`` (no program text: not ours) is never used for this.
+    """
+    from torchneuron.runtime.executor import clear_executable_cache
+    from torchneuron.runtime.verifier import clear_verified_programs
+
+    from .execute import run_case
+
+    ours = [entry for entry in corpus if entry.program_text is not None]
+    if ours:
+        run_case(min(ours, key=lambda entry: len(entry.neff)).neff)
+    clear_verified_programs()
+    clear_executable_cache()
+
+
 def main(argv: list[str]) -> int:
     corpus_dir, mutators, memory_mib = argv[0], tuple(argv[1].split(",")), int(argv[2])
     cli = len(argv) > 3 and argv[3] == "cli"
@@ -56,6 +80,7 @@ def main(argv: list[str]) -> int:
         from .execute import run_cli
 
         run_cli(corpus[0].neff, lambda name: None, False)
+    _warm_up(corpus)
 
     def emit(event: dict) -> None:
         events.write(json.dumps(event) + "\n")
