@@ -1,7 +1,8 @@
 """Transformer MLPs: ``gelu(x @ w1) @ w2`` and SwiGLU ``(silu(x @ wg) * (x @ wu)) @ wd``.
 
 ``x: [N, D]``, up weights ``[D, F]``, down weight ``[F, D]``; N, D and F multiples of 128.
-The weights stay in SBUF for the whole kernel (loaded once; they must fit: about
+The weights stay in SBUF for the whole kernel (loaded once, after the first token block's
+rows, so that TensorE starts while they stream in; they must fit: about
 ``(ups * D * F + F * D) * itemsize / 128`` bytes per partition, under ~150 KiB on trn2).
 Tokens go in blocks of up to 512: each block's rows are transposed on TensorE (128 x 128 at
 a time, into one PSUM bank, copied back by VectorE) so that D is on the partitions; then
@@ -68,11 +69,16 @@ def _mlp(kernel: str, x, ups, down, gated: bool):
             f"[D, F], down [F, D] with N, D, F multiples of {P}",
         )
     out = nl.ndarray((n, d), dtype=x.dtype, buffer=nl.shared_hbm)
-    up_tiles = [_load_rows(u, f"w_up{i}_") for i, u in enumerate(ups)]
-    down_tiles = _load_rows(down, "w_down")
+    up_tiles = down_tiles = None
     for start in nl.affine_range(0, n, TB):
         width = min(TB, n - start)
         xt = transposed_blocks(x, slice(start, start + width), width)
+        if up_tiles is None:
+            # Issued after the first token block's loads, and the down weights after the up
+            # ones: DMA bandwidth goes to transfers in program order, so TensorE can start on
+            # the first block while the rest of the weights stream in.
+            up_tiles = [_load_rows(u, f"w_up{i}_") for i, u in enumerate(ups)]
+            down_tiles = _load_rows(down, "w_down")
         hidden = []
         for kf in nl.affine_range(f // P):
             fs = slice(kf * P, (kf + 1) * P)
