@@ -124,6 +124,13 @@ def test_stored_dynamic_program(programs, graph):
     assert isinstance(symbol, str) and program.signature.symbols == {symbol: bounds}
     assert spec["shape"] == [symbol if d is None else d for d in shape]
     _assert_checks(GOLDEN / f"{graph}.check", "DYNAMIC", program.text)
+    # stored in one NEFF and read back: the same program, signature and outputs, which
+    # the same checks accept
+    again = dynamic.DynamicProgram.from_neff(program.to_neff())
+    assert again.text == program.text and again.signature == program.signature
+    assert again.output_names == list(program.output_names)
+    assert again.output_count == program.output_count
+    _assert_checks(GOLDEN / f"{graph}.check", "DYNAMIC", again.text)
 
 
 @pytest.mark.parametrize(

@@ -191,6 +191,18 @@ PROGRAM_CORRUPTIONS = {
     ),
     "weight missing": (TEXT.replace('neuron.weight = "w"', 'neuron.weight = "v"').encode(), "'v'"),
     "no main": (TEXT.replace("@main", "@other").encode(), "@main"),
+    # the MLIR parser recurses per level: 100,000 levels overflow its stack (a crash)
+    "nested 100000 deep": (
+        TEXT.replace(
+            "return %y",
+            "%c = stablehlo.constant dense<"
+            + "[" * 100_000
+            + "1.0"
+            + "]" * 100_000
+            + "> : tensor<f32>\n    return %y",
+        ).encode(),
+        "nests brackets 100003 deep, more than 256",
+    ),
 }
 
 

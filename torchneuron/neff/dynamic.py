@@ -44,6 +44,9 @@ MAX_OUTPUTS = 1 << 16
 # The program is MLIR text: bounded, UTF-8, no NUL, a module.
 MAX_PROGRAM_BYTES = 256 << 20
 PROGRAM_FORMAT = "stablehlo-text"
+# Brackets nested deeper than this are refused before the MLIR parser sees them; our
+# programs nest about 10 deep (regions, dense<[[...]]> of rank <= 16).
+MAX_NESTING = 256
 
 _OPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)
 _COMPARISONS = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
@@ -245,7 +248,33 @@ def check_program_text(program: Any) -> str:
         raise ValueError("the dynamic program holds a NUL character")
     if not text.lstrip().startswith("module"):
         raise ValueError("the dynamic program is not an MLIR module (StableHLO text)")
+    depth = _nesting(text)
+    if depth > MAX_NESTING:
+        raise ValueError(
+            f"the dynamic program nests brackets {depth} deep, more than {MAX_NESTING} "
+            "(the MLIR parser recurses on each level)"
+        )
     return text
+
+
+_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+_BRACKET = re.compile(r"[\[\](){}<>]")
+
+
+def _nesting(text: str) -> int:
+    """The deepest nesting of brackets (``[ ( { <``) outside string literals, ``->``
+    not counted: a bound on the MLIR parser's recursion, which a deep enough program
+    overflows (a crash, not an error)."""
+    if sum(text.count(c) for c in "[({<") <= MAX_NESTING:
+        return 0  # cannot nest deeper than it has brackets
+    depth = deepest = 0
+    for match in _BRACKET.finditer(_STRING.sub('""', text).replace("->", "")):
+        if match.group() in "[({<":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth = max(depth - 1, 0)
+    return deepest
 
 
 def check_dynamic_program(program: Any) -> None:
