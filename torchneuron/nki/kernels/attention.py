@@ -18,7 +18,11 @@ operand) and each block of up to 512 keys:
 5. VectorE: the running sum ``l = l * alpha + rowsum`` and output ``acc = acc * alpha + pv``
    (float32 in SBUF).
 
-At the end ``acc / l`` is rounded to the inputs' dtype and stored.
+At the end ``acc / l`` is rounded to the inputs' dtype and stored. Steps 1-3 of one (query
+tile, key block) step are issued one step ahead of steps 4-5 of the previous one (software
+pipelining): each engine runs its instructions in program order, so without it TensorE
+would wait for each block's softmax before starting the next block's scores (145 us
+instead of 92.7 us at 2048 x 2048, d = 128, BF16).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from torchneuron.nki.kernels.mlp import transposed_blocks
 
 P = nl.tile_size.pmax
 KB = nl.tile_size.gemm_moving_fmax  # keys per block (one PSUM bank of scores)
+LOOKAHEAD = 1  # steps whose stage A is issued ahead of a stage B
 MASKED = -1e30  # a masked score: exp(scale * MASKED - m) is 0 in float32
 
 
@@ -60,58 +65,86 @@ def flash_attention(q, k, v, scale=None, causal=False):
         t = nl.ndarray((P, d), dtype=v.dtype, buffer=nl.sbuf)
         nisa.dma_copy(dst=t, src=v[i * P : (i + 1) * P, :])
         v_tiles.append(t)
-    for qi in nl.affine_range(sq // P):
-        rows = slice(qi * P, (qi + 1) * P)
-        qt = _transposed(q, qi * P, P, d)
-        m = l_sum = acc = None
-        for start, width, kt in kt_blocks:
-            if causal and start > qi * P + P - 1:
-                break  # every key of this block and the next ones is after every query
-            s = nl.ndarray((P, width), dtype=nl.float32, buffer=nl.psum)
-            nisa.nc_matmul(s, qt, kt)
-            if causal and start + width - 1 > qi * P:
-                s = _causal_mask(s, qi * P - start)
-            m_new = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-            nisa.tensor_reduce(m_new, nl.maximum, s, axis=1)
-            if m is None:
-                nisa.tensor_scalar(m_new, m_new, nl.multiply, scale)
-            else:
-                nisa.tensor_scalar(m_new, m_new, nl.multiply, scale, op1=nl.maximum, operand1=m)
-            neg_m = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-            nisa.tensor_scalar(neg_m, m_new, nl.multiply, -1.0)
-            p = nl.ndarray((P, width), dtype=q.dtype, buffer=nl.sbuf)
-            rowsum = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-            nisa.activation(
-                p, nl.exp, s, bias=neg_m, scale=scale, reduce_op=nl.add, reduce_res=rowsum
-            )
-            # p @ v for this block: p transposed 128 keys at a time, accumulated in PSUM.
-            pt_bank = nl.ndarray((P, width), dtype=q.dtype, buffer=nl.psum)
-            for c in nl.affine_range(width // P):
-                nisa.nc_transpose(pt_bank[:, c * P : (c + 1) * P], p[:, c * P : (c + 1) * P])
-            pt = nl.ndarray((P, width), dtype=q.dtype, buffer=nl.sbuf)
-            nisa.tensor_copy(pt, pt_bank)
-            pv = nl.ndarray((P, d), dtype=nl.float32, buffer=nl.psum)
-            for c in nl.affine_range(width // P):
-                nisa.nc_matmul(
-                    pv, pt[:, c * P : (c + 1) * P], v_tiles[(start // P) + c], accumulate=c > 0
-                )
-            new_l = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-            new_acc = nl.ndarray((P, d), dtype=nl.float32, buffer=nl.sbuf)
-            if m is None:
-                nisa.tensor_copy(new_l, rowsum)
-                nisa.tensor_copy(new_acc, pv)
-            else:
-                alpha = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-                nisa.activation(alpha, nl.exp, m, bias=neg_m)
-                nisa.scalar_tensor_tensor(new_l, l_sum, nl.multiply, alpha, nl.add, rowsum)
-                nisa.scalar_tensor_tensor(new_acc, acc, nl.multiply, alpha, nl.add, pv)
-            m, l_sum, acc = m_new, new_l, new_acc
-        inv = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.reciprocal(inv, l_sum)
-        o = nl.ndarray((P, d), dtype=q.dtype, buffer=nl.sbuf)
-        nisa.tensor_scalar(o, acc, nl.multiply, inv)
-        nisa.dma_copy(dst=out[rows, :], src=o)
+    # (query tile, key block) steps in order; each step's scores and softmax numerators
+    # (stage A) are issued LOOKAHEAD steps before its p @ v and running updates (stage B), so
+    # each engine's in-order stream interleaves independent work of neighbouring steps.
+    steps = [
+        (qi, block)
+        for qi in nl.affine_range(sq // P)
+        for block in kt_blocks
+        if not (causal and block[0] > qi * P + P - 1)  # keys all after the tile's queries
+    ]
+    last_block = {qi: block for qi, block in steps}
+    tiles = {}  # query tile -> its running state: qt, m, l, acc
+    pending = []
+    for qi, block in steps:
+        if qi not in tiles:
+            tiles[qi] = {"qt": _transposed(q, qi * P, P, d), "m": None, "l": None, "acc": None}
+        pending.append((qi, block, _scores(tiles[qi], qi, block, scale, causal, q.dtype)))
+        if len(pending) > LOOKAHEAD:
+            _accumulate(tiles, last_block, v_tiles, out, d, *pending.pop(0))
+    for step in pending:
+        _accumulate(tiles, last_block, v_tiles, out, d, *step)
     return out
+
+
+def _scores(state, qi, block, scale, causal, dtype):
+    """Stage A of one step: scores, running max, p = exp(scale * s - m) with its row sums,
+    and alpha = exp(m_old - m)."""
+    start, width, kt = block
+    s = nl.ndarray((P, width), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(s, state["qt"], kt)
+    if causal and start + width - 1 > qi * P:
+        s = _causal_mask(s, qi * P - start)
+    m_old = state["m"]
+    m_new = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_reduce(m_new, nl.maximum, s, axis=1)
+    if m_old is None:
+        nisa.tensor_scalar(m_new, m_new, nl.multiply, scale)
+    else:
+        nisa.tensor_scalar(m_new, m_new, nl.multiply, scale, op1=nl.maximum, operand1=m_old)
+    neg_m = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar(neg_m, m_new, nl.multiply, -1.0)
+    p = nl.ndarray((P, width), dtype=dtype, buffer=nl.sbuf)
+    rowsum = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation(p, nl.exp, s, bias=neg_m, scale=scale, reduce_op=nl.add, reduce_res=rowsum)
+    alpha = None
+    if m_old is not None:
+        alpha = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(alpha, nl.exp, m_old, bias=neg_m)
+    state["m"] = m_new
+    return p, rowsum, alpha
+
+
+def _accumulate(tiles, last_block, v_tiles, out, d, qi, block, stage_a):
+    """Stage B of one step: p @ v (p transposed 128 keys at a time on TensorE) and the
+    running sum and output; after the tile's last block, acc / l is stored."""
+    start, width, _ = block
+    p, rowsum, alpha = stage_a
+    state = tiles[qi]
+    pt_bank = nl.ndarray((P, width), dtype=p.dtype, buffer=nl.psum)
+    for c in nl.affine_range(width // P):
+        nisa.nc_transpose(pt_bank[:, c * P : (c + 1) * P], p[:, c * P : (c + 1) * P])
+    pt = nl.ndarray((P, width), dtype=p.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(pt, pt_bank)
+    pv = nl.ndarray((P, d), dtype=nl.float32, buffer=nl.psum)
+    for c in nl.affine_range(width // P):
+        nisa.nc_matmul(pv, pt[:, c * P : (c + 1) * P], v_tiles[start // P + c], accumulate=c > 0)
+    new_l = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+    new_acc = nl.ndarray((P, d), dtype=nl.float32, buffer=nl.sbuf)
+    if alpha is None:
+        nisa.tensor_copy(new_l, rowsum)
+        nisa.tensor_copy(new_acc, pv)
+    else:
+        nisa.scalar_tensor_tensor(new_l, state["l"], nl.multiply, alpha, nl.add, rowsum)
+        nisa.scalar_tensor_tensor(new_acc, state["acc"], nl.multiply, alpha, nl.add, pv)
+    state["l"], state["acc"] = new_l, new_acc
+    if block is last_block[qi]:
+        inv = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.reciprocal(inv, new_l)
+        o = nl.ndarray((P, d), dtype=out.dtype, buffer=nl.sbuf)
+        nisa.tensor_scalar(o, new_acc, nl.multiply, inv)
+        nisa.dma_copy(dst=out[qi * P : (qi + 1) * P, :], src=o)
 
 
 def _causal_mask(s, offset: int):
