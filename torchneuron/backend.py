@@ -31,6 +31,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torchneuron import collective_graphs, settings
 from torchneuron.compiler import buckets, dynamic, tensors
 from torchneuron.compiler.pipeline import CompiledGraph, compile_graph
+from torchneuron.errors import TorchNeuronError
 from torchneuron.lowering import DynamicShapeError, LoweringError, decomposition_table
 from torchneuron.lowering.complex_graph import PairedGraph, graph_has_complex
 from torchneuron.lowering.fx_to_torch import EmptyOutput
@@ -357,7 +358,24 @@ def _compile_bucketed(gm: torch.fx.GraphModule, name: str, opts, inference: bool
         return None
     buckets.STATS["bucketed_graphs"] += 1
     inner = DynamicGraphFunction(program, size_positions, opts.core, _output_device(gm))
-    return buckets.BucketedFunction(inner, plan)
+    return buckets.BucketedFunction(inner, plan, _admits(program.signature))
+
+
+def _admits(signature):
+    """Whether ``signature`` (ranges, guards) admits the symbols' values (a padded size
+    must keep every guard the tracer assumed, e.g. ``s0 != 128``)."""
+
+    def admits(values: dict[str, int]) -> bool:
+        for name, (low, high) in signature.symbols.items():
+            value = values.get(name)
+            if value is None or value < low or (high is not None and value > high):
+                return False
+        try:
+            return all(dynamic.holds(guard, values) for guard in signature.guards)
+        except (KeyError, ValueError, TorchNeuronError):
+            return False
+
+    return admits
 
 
 def _draws_random_words(gm: torch.fx.GraphModule) -> bool:

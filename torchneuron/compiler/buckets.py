@@ -119,15 +119,6 @@ def buckets_from_env() -> tuple[int, ...] | None:
         raise settings.SettingsError(str(error)) from None
 
 
-def bucket_for(buckets: Sequence[int], size: int, limit: int | None = None) -> int:
-    """The smallest bucket >= ``size``; ``size`` itself beyond the last bucket (or when
-    the bucket would break the symbol's upper bound ``limit``)."""
-    for bucket in buckets:
-        if bucket >= size:
-            return bucket if limit is None or bucket <= limit else size
-    return size
-
-
 # -- the plan ----------------------------------------------------------------------
 
 
@@ -1049,11 +1040,31 @@ _RULES = {
 
 class BucketedFunction:
     """Calls ``inner`` (compiled from ``plan.graph_module``) with every padded input
-    grown to its bucket and the masks appended; slices the outputs back."""
+    grown to its bucket and the masks appended; slices the outputs back.
 
-    def __init__(self, inner, plan: BucketPlan):
+    ``admits(values)`` says whether the program may run with the symbols at ``values``
+    (its ranges and the tracer's guards, e.g. ``s0 != 128``); a symbol takes the
+    smallest bucket at or above its size that keeps every guard, else its exact size.
+    """
+
+    def __init__(self, inner, plan: BucketPlan, admits=None):
         self.inner = inner
         self.plan = plan
+        self.admits = admits
+
+    def choose(self, true: dict[str, int]) -> dict[str, int]:
+        """The padded value of every symbol for the true values ``true``."""
+        chosen = dict(true)  # the exact sizes: admitted (Dynamo's guards passed)
+        for symbol in sorted(true):
+            limit = self.plan.limits.get(symbol)
+            for bucket in self.plan.buckets:
+                if bucket < true[symbol] or (limit is not None and bucket > limit):
+                    continue
+                trial = {**chosen, symbol: bucket}
+                if self.admits is None or self.admits(trial):
+                    chosen = trial
+                    break
+        return chosen
 
     def __call__(self, *args):
         from torchneuron.compiler.dynamic import ShapeConstraintError
@@ -1073,7 +1084,7 @@ class BucketedFunction:
                 bind(symbol, args[position].shape[axis], f"input {position} dimension {axis}")
         for position, symbol in plan.size_inputs.items():
             bind(symbol, args[position], f"size argument {position}")
-        padded = {s: bucket_for(plan.buckets, v, plan.limits.get(s)) for s, v in true.items()}
+        padded = self.choose(true)
         grown = any(padded[s] != v for s, v in true.items())
         STATS["padded_calls" if grown else "exact_calls"] += 1
         call = list(args)
