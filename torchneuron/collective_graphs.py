@@ -43,6 +43,10 @@ COLLECTIVE_NAMESPACES = frozenset(
     {"_c10d_functional", "c10d_functional", "_c10d_functional_autograd", "_dtensor"}
 )
 _WAIT_NAMES = frozenset({"wait_tensor"})
+# Other ops that run eagerly between the segments, in program order like collectives that
+# issue communication: NKI kernel calls (torchneuron/nki/torch_ops.py), which run on the
+# kernel emulator, not in a NEFF.
+EAGER_NAMESPACES = frozenset({"torchneuron_nki"})
 
 
 def _namespace(target: Any) -> str | None:
@@ -54,6 +58,13 @@ def _namespace(target: Any) -> str | None:
 def is_collective(node: torch.fx.Node) -> bool:
     """Whether ``node`` calls a functional collective (``wait_tensor`` included)."""
     return node.op == "call_function" and _namespace(node.target) in COLLECTIVE_NAMESPACES
+
+
+def is_eager_op(node: torch.fx.Node) -> bool:
+    """Whether ``node`` runs eagerly between segments: a collective or an NKI kernel call."""
+    return node.op == "call_function" and (
+        is_collective(node) or _namespace(node.target) in EAGER_NAMESPACES
+    )
 
 
 def _is_wait(node: torch.fx.Node) -> bool:
@@ -77,8 +88,9 @@ def has_opaque_inputs(gm: torch.fx.GraphModule) -> bool:
 
 
 def needs_split(gm: torch.fx.GraphModule) -> bool:
-    """Whether ``gm`` holds what a NEFF cannot: collectives, or opaque inputs."""
-    return has_collectives(gm) or has_opaque_inputs(gm)
+    """Whether ``gm`` holds what a NEFF cannot: collectives, NKI kernel calls, or opaque
+    inputs."""
+    return any(is_eager_op(node) for node in gm.graph.nodes) or has_opaque_inputs(gm)
 
 
 def _written_arguments(node: torch.fx.Node) -> list[torch.fx.Node]:
@@ -154,10 +166,10 @@ def split_at_collectives(gm: torch.fx.GraphModule, name: str) -> SplitGraph:
 
 
 def _eager_nodes(nodes: list[torch.fx.Node]) -> set[torch.fx.Node]:
-    """Collectives, and the items taken from a collective's list of results."""
+    """Collectives and kernel calls, and the items taken from their lists of results."""
     eager: set[torch.fx.Node] = set()
     for node in nodes:
-        if is_collective(node):
+        if is_eager_op(node):
             eager.add(node)
         elif (
             node.op == "call_function" and node.target is operator.getitem and node.args[0] in eager

@@ -14,12 +14,15 @@
 Modules: ``language`` (nl) and ``isa`` (nisa) are the API kernels use; ``trace`` records
 the instruction stream; ``emulator`` places tiles in SBUF/PSUM and runs the instructions
 on NumPy; ``timing`` schedules them on the engines; ``profile`` writes the trace and the
-summary. docs/nki.md covers the programming model and what is covered.
+summary; ``torch_ops`` calls kernels with torch tensors (eager, torch.compile, autograd:
+docs/nki-pytorch.md); ``alias`` makes ``import nki`` resolve here (``install_alias()``).
+docs/nki.md covers the programming model and what is covered.
 """
 
 from __future__ import annotations
 
 from torchneuron.nki import isa, language
+from torchneuron.nki.alias import install_alias, uninstall_alias
 from torchneuron.nki.errors import NKIError
 from torchneuron.nki.kernel import Kernel, KernelRun, estimate, jit, simulate
 from torchneuron.nki.profile import profile
@@ -29,9 +32,11 @@ __all__ = [
     "KernelRun",
     "NKIError",
     "estimate",
+    "install_alias",
     "isa",
     "jit",
     "language",
     "profile",
     "simulate",
+    "uninstall_alias",
 ]

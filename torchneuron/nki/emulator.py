@@ -158,9 +158,16 @@ def _capacity_error(trace, alloc, index, live, size, capacity):
     return refuse(f"nki.isa.{instr.name}", message, instr.location)
 
 
-def initial_state(trace: Trace) -> dict:
+def initial_state(trace: Trace, bound: dict | None = None) -> dict:
+    """{allocation id: array}; ``bound`` arrays are used as they are (no copy; an output's
+    floats are set to NaN first, as unwritten memory)."""
     state: dict = {}
     for alloc in trace.allocations:
+        if bound is not None and alloc.id in bound:
+            state[alloc.id] = bound[alloc.id]
+            if alloc.initial is None and alloc.dtype.is_float:
+                state[alloc.id][...] = np.nan
+            continue
         if alloc.initial is not None:
             state[alloc.id] = np.array(alloc.initial, dtype=alloc.dtype.numpy, copy=True)
             continue
@@ -171,12 +178,12 @@ def initial_state(trace: Trace) -> dict:
     return state
 
 
-def execute(trace: Trace) -> dict:
+def execute(trace: Trace, bound: dict | None = None) -> dict:
     """Run every instruction in program order; returns {allocation id: array}.
 
     An instruction that reads an element no earlier instruction wrote (and that is not a
     kernel input) is refused: on hardware it would read whatever the memory held."""
-    state = initial_state(trace)
+    state = initial_state(trace, bound)
     written = {
         alloc.id: np.zeros(alloc.shape, dtype=bool)
         for alloc in trace.allocations

@@ -26,7 +26,9 @@ def kernel_location() -> str:
     frame = sys._getframe(1)
     while frame is not None:
         path = os.path.abspath(frame.f_code.co_filename)
-        if not path.startswith(_PACKAGE_DIR + os.sep):
+        module = frame.f_globals.get("__name__", "")
+        in_torch = module == "torch" or module.startswith("torch.")  # its custom-op layers
+        if not path.startswith(_PACKAGE_DIR + os.sep) and not in_torch:
             return f"{os.path.basename(path)}:{frame.f_lineno}"
         frame = frame.f_back
     return "<unknown>:0"

@@ -9,6 +9,7 @@ NumPy out), schedules it on the engines, or both.
 from __future__ import annotations
 
 import functools
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +30,7 @@ class KernelRun:
     plan: emulator.MemoryPlan
     outputs: object = None  # like the kernel's return value, with numpy arrays for tiles
     schedule: timing.Schedule | None = None
+    returned: object = None  # what the kernel's Python returned (tiles), as traced
 
     def listing(self) -> str:
         """The instruction stream, one line each: index, engine (or DMA queue), start and end
@@ -60,17 +62,23 @@ class Kernel:
         self.fn = fn
         self.target = target
         self.options = options
+        self._torch_entry = None  # torch_ops.entry(self): Dynamo cannot make it while tracing
+        if "torch" in sys.modules:
+            from torchneuron.nki import torch_ops
+
+            torch_ops.entry(self)
 
     def __call__(self, *args, **kwargs):
         if any(_is_torch_tensor(a) for a in (*args, *kwargs.values())):
-            raise refuse(
-                f"kernel {self.fn.__name__}",
-                "calling a kernel with torch tensors is not supported yet (issue 15); call it "
-                "with NumPy arrays, or through nki.simulate",
-            )
+            from torchneuron.nki import torch_ops  # torch tensors: one custom op (torch_ops.py)
+
+            return torch_ops.entry(self)(*args, **kwargs)
         return self.run(args, kwargs, execute=True, estimate=False).outputs
 
-    def run(self, args, kwargs, *, execute: bool, estimate: bool) -> KernelRun:
+    def run(self, args, kwargs, *, execute: bool, estimate: bool, bind=None) -> KernelRun:
+        """Trace, plan, then execute and/or schedule. ``bind(trace, returned)`` -> {allocation
+        id: array} gives arrays the emulator uses as those allocations' memory, without a
+        copy (torch_ops: device memory); the outputs are then the returned tiles."""
         trace = _trace.Trace(chip_spec(self.target))
         with _trace.tracing(trace):
             handles = [_argument(trace, a, f"arg{i}") for i, a in enumerate(args)]
@@ -78,8 +86,11 @@ class Kernel:
             returned = self.fn(*handles, **named)
         _check_outputs(self.fn.__name__, returned)
         plan = emulator.plan_memory(trace)
-        result = KernelRun(self.fn.__name__, trace, plan)
-        if execute:
+        result = KernelRun(self.fn.__name__, trace, plan, returned=returned)
+        if execute and bind is not None:
+            emulator.execute(trace, bind(trace, returned))
+            result.outputs = returned
+        elif execute:
             state = emulator.execute(trace)
             result.outputs = _collect(returned, state)
         if estimate:
