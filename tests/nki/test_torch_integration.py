@@ -187,6 +187,7 @@ def test_errors_are_one_line():
     assert "different devices" in _error(lambda: rmsnorm(x.to("neuron"), w))
     message = _error(lambda: rmsnorm(x.double(), w.double()))
     assert "dtype float64" in message and "rmsnorm" in message
+    assert "dtype bool" in _error(lambda: rmsnorm(x > 0, w))
     message = _error(lambda: rmsnorm(x[:100], w))  # 100 rows: no whole 128-row tile
     assert "written by no instruction" in message
     assert "writes its argument" in _error(lambda: _writes_argument(x[:, :8].contiguous()))
@@ -285,3 +286,11 @@ def test_returned_views_and_arguments_are_new_tensors(device):
     torch.testing.assert_close(same.cpu(), x)
     same.zero_()  # a new tensor: the argument keeps its values
     torch.testing.assert_close(xd.cpu(), x)
+
+
+def test_dynamic_compile_specialises_the_kernel_s_shapes(monkeypatch):
+    monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
+    f = torch.compile(lambda x, w: rmsnorm(x, w) * 2.0, backend="neuron", dynamic=True)
+    for n in (128, 256):
+        x, w = _inputs(n=n, d=16, seed=n)
+        torch.testing.assert_close(f(x, w), 2.0 * _reference(x, w), rtol=1e-5, atol=1e-5)

@@ -139,6 +139,8 @@ def _numpy_dtype(spec_: CallSpec, dtype: torch.dtype, position: int) -> np.dtype
     from torchneuron.nki.tensor import DTYPES, as_dtype
 
     try:
+        if dtype == torch.bool:  # nl.bool_ is held as uint8: its outputs would come back uint8
+            raise TypeError(dtype)
         found = numpy_dtype(dtype)
         as_dtype(found)
     except Exception:  # noqa: BLE001 - the dtype table's or the tracer's refusal, reworded
@@ -318,7 +320,9 @@ def _report(spec_: CallSpec, run, device: torch.device, start: float, seconds: f
 def _fake(key: int, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
     spec_ = spec(key)
     _check_devices(spec_, inputs)
-    metas = tuple((tuple(t.shape), t.dtype) for t in inputs)
+    # A kernel's Python needs concrete shapes: a symbolic size is specialised here (int()
+    # guards on it, so Dynamo recompiles for another size).
+    metas = tuple((tuple(int(d) for d in t.shape), t.dtype) for t in inputs)
     found = spec_.metas.get(metas)
     if found is None:
         arrays = [
