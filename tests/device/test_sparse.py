@@ -224,6 +224,21 @@ def test_sparse_embedding_training_matches_cpu(native, optimizer_factory):
         torch.testing.assert_close(got, expected, msg=f"weight after step {step}")
 
 
+def test_zero_preserving_unary_ops_and_predicates_on_coo_and_csr(native):
+    inf, nan = float("inf"), float("nan")
+    dense = torch.tensor([[0.0, nan, -2.0, 0.0], [inf, 0.0, -inf, 0.5], [0.0, 0.0, 0.0, -3.0]])
+    for cpu in (dense.to_sparse(), dense.to_sparse_csr()):
+        s = cpu.to(DEVICE)
+        for op in (torch.sin, torch.abs, torch.sgn, torch.isnan, torch.isinf, torch.signbit):
+            result, expected = op(s), op(cpu)
+            what = f"{op.__name__} of {cpu.layout}"
+            assert result.device.type == DEVICE and result.layout == expected.layout, what
+            assert result.dtype == expected.dtype, what
+            torch.testing.assert_close(
+                result.cpu().to_dense(), expected.to_dense(), equal_nan=True, msg=what
+            )
+
+
 def test_unlowered_sparse_op_falls_back_listed(monkeypatch):
     cpu = _random_coo((3, 4), 6, seed=11).coalesce()
     s = cpu.to(DEVICE)
@@ -235,11 +250,12 @@ def test_unlowered_sparse_op_falls_back_listed(monkeypatch):
     assert "aten::_sparse_softmax" in torchneuron.get_fallback_ops()
     # an op whose composite kernel would fail on a CSR layout takes the fallback too
     csr_cpu = cpu.to_sparse_csr()
-    with pytest.warns(RuntimeWarning, match="aten::sin"):
-        csr_sin = torch.sin(csr_cpu.to(DEVICE))
-    assert csr_sin.layout == torch.sparse_csr and csr_sin.device.type == DEVICE
-    torch.testing.assert_close(csr_sin.cpu().to_dense(), torch.sin(csr_cpu).to_dense())
-    assert "aten::sin" in torchneuron.get_fallback_ops()
+    with pytest.warns(RuntimeWarning, match="aten::sum.dim_IntList"):
+        csr_sum = csr_cpu.to(DEVICE).sum(dim=1, keepdim=True)
+    expected = csr_cpu.sum(dim=1, keepdim=True)
+    assert csr_sum.layout == expected.layout and csr_sum.device.type == DEVICE
+    torch.testing.assert_close(csr_sum.cpu().to_dense(), expected.to_dense())
+    assert "aten::sum.dim_IntList" in torchneuron.get_fallback_ops()
     monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
     with pytest.raises(fallback.NeuronFallbackError, match="aten::_sparse_softmax"):
         torch.sparse.softmax(s, dim=1)

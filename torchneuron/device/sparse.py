@@ -127,7 +127,10 @@ _UNARY_OPS = (
     "abs", "neg", "sqrt", "sin", "sinh", "tan", "tanh", "asin", "asinh", "atan", "atanh",
     "expm1", "log1p", "erf", "erfinv", "relu", "sign", "sgn", "floor", "ceil", "round",
     "trunc", "frac", "deg2rad", "rad2deg",
+    # predicates, false at zero: bool values
+    "isnan", "isinf", "isposinf", "isneginf", "signbit",
 )  # fmt: skip
+_UNARY = {getattr(aten, name).default: _unary(getattr(aten, name).default) for name in _UNARY_OPS}
 
 # op -> kernel for the SparsePrivateUse1 key (their own docstrings say what is exact).
 _NATIVE: dict = {
@@ -156,9 +159,10 @@ _NATIVE: dict = {
     aten.cat.default: cat,
     aten.sum.default: sparse_sum,
     aten.sum.dim_IntList: sum_dim,
-    **{getattr(aten, name).default: _unary(getattr(aten, name).default) for name in _UNARY_OPS},
+    **_UNARY,
 }
-# The CSR kernels: layout changes, to_dense and the products with a dense matrix.
+# The CSR kernels: layout changes, to_dense, the products with a dense matrix and the
+# zero-preserving unary ops.
 _NATIVE_CSR: dict = {
     aten._to_dense.default: to_dense,
     aten._to_sparse.default: dense_to_sparse,
@@ -167,6 +171,7 @@ _NATIVE_CSR: dict = {
     aten.addmm.default: addmm,
     aten.sum.default: sparse_sum,
     aten.mul.Tensor: mul,
+    **_UNARY,
 }
 # Dense neuron tensors becoming sparse (the PrivateUse1 key).
 _NATIVE_DENSE: dict = {

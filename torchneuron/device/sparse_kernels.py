@@ -478,9 +478,14 @@ def _out(functional: Callable, op: torch._ops.OpOverload) -> Callable:
 
 
 def _unary(op: torch._ops.OpOverload) -> Callable:
-    """A zero-preserving elementwise op: the op on the (coalesced) values."""
+    """A zero-preserving elementwise op: the op on the (coalesced) values. A CSR tensor
+    keeps its compressed indices (its entries are distinct, as PyTorch's CSR kernels
+    assume: they too apply the op to the values)."""
 
     def kernel(self):
+        if _is_csr(self):
+            values = op(self.values())
+            return _csr(self.crow_indices(), self.col_indices(), values, self.shape)
         if not _is_sparse(self):
             return _run_on_cpu(op, (self,), {})
         source = coalesce(self) if not self.is_coalesced() else self
