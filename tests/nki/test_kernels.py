@@ -1,5 +1,7 @@
 """The kernel library (torchneuron.nki.kernels) on the emulator against PyTorch on CPU, over
-several shapes and float32/bfloat16, plus the nl convenience forms.
+several shapes and float32/bfloat16, plus the nl convenience forms; and each library kernel
+called from PyTorch: eager on neuron tensors and inside torch.compile(backend="neuron"),
+with TORCHNEURON_NO_FALLBACK=1 (float32, rtol/atol 1e-4: matmuls sum up to 384 terms).
 
 Tolerances, stated per kernel:
 - float32: the kernels compute in float32 like torch, only the summation order differs:
@@ -278,3 +280,71 @@ def test_convenience_forms_matmul_accumulation_and_softmax():
     np.testing.assert_allclose(
         run.outputs, torch.softmax(scores, dim=1).numpy(), rtol=1e-5, atol=1e-6
     )
+
+
+# -- from PyTorch: eager mode on neuron tensors and inside torch.compile ---------------------
+
+
+def _torch_cases():
+    """(name, kernel, inputs, constants, reference) with small shapes, float32."""
+    g = torch.Generator().manual_seed(0)
+    r = lambda *s, scale=1.0: torch.randn(*s, generator=g) * scale  # noqa: E731
+    x, w, b = r(256, 128), r(128), r(128)
+    q, k, v = r(256, 64), r(384, 64), r(384, 64)
+    w1, w2, w3 = r(128, 256, scale=0.1), r(256, 128, scale=0.1), r(128, 256, scale=0.1)
+    rms = lambda x, w: x * torch.rsqrt(x.square().mean(1, keepdim=True) + kernels.EPS) * w  # noqa: E731
+    sdpa = lambda q, k, v, **kw: F.scaled_dot_product_attention(q[None], k[None], v[None], **kw)[0]  # noqa: E731
+    return [
+        ("matmul", kernels.matmul_tiled, (r(256, 128), r(256, 512)), {}, lambda a, c: a.T @ c),
+        ("softmax", kernels.softmax, (x,), {}, lambda x: torch.softmax(x, -1)),
+        ("rmsnorm", kernels.rmsnorm, (x, w), {}, rms),
+        (
+            "layernorm",
+            kernels.layernorm,
+            (x, w, b),
+            {},
+            lambda x, w, b: F.layer_norm(x, (128,), w, b, eps=kernels.EPS),
+        ),  # fmt: skip
+        ("gelu_mlp", kernels.gelu_mlp, (x, w1, w2), {}, lambda x, w1, w2: F.gelu(x @ w1) @ w2),
+        (
+            "swiglu_mlp",
+            kernels.swiglu_mlp,
+            (x, w1, w3, w2),
+            {},
+            lambda x, wg, wu, wd: (F.silu(x @ wg) * (x @ wu)) @ wd,
+        ),  # fmt: skip
+        ("flash_attention", kernels.flash_attention, (q, k, v), {}, sdpa),
+        (
+            "causal_attention",
+            kernels.flash_attention,
+            (q, q, q),
+            {"causal": True},
+            lambda q, k, v: sdpa(q, k, v, is_causal=True),
+        ),  # fmt: skip
+    ]
+
+
+TORCH_CASES = {case[0]: case for case in _torch_cases()}
+
+
+@pytest.mark.parametrize("name", list(TORCH_CASES))
+def test_library_kernels_on_neuron_tensors_in_eager_mode(name, monkeypatch):
+    monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
+    _, kernel, inputs, constants, reference = TORCH_CASES[name]
+    y = kernel(*(t.to("neuron") for t in inputs), **constants)
+    assert y.device.type == "neuron"
+    torch.testing.assert_close(y.cpu(), reference(*inputs), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["softmax", "swiglu_mlp", "causal_attention"])
+def test_library_kernels_inside_torch_compile(name, monkeypatch):
+    monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
+    _, kernel, inputs, constants, reference = TORCH_CASES[name]
+
+    def model(first, *rest):  # compiled work before and after the kernel
+        return kernel(first * 0.5, *rest, **constants).relu() + 1.0
+
+    compiled = torch.compile(model, backend="neuron", fullgraph=True)
+    y = compiled(*(t.to("neuron") for t in inputs))
+    expected = reference(inputs[0] * 0.5, *inputs[1:]).relu() + 1.0
+    torch.testing.assert_close(y.cpu(), expected, rtol=1e-4, atol=1e-4)
