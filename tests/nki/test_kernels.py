@@ -198,9 +198,15 @@ def test_flash_attention_scale_argument_is_a_constant():
 )
 def test_kernels_refuse_shapes_they_do_not_tile(kernel, shapes, message):
     arrays = [np.zeros(s, np.float32) for s in shapes]
-    with pytest.raises(nki.NKIError, match=r"kernel \w+ at .*") as info:
+    with pytest.raises(nki.NKIError, match=r"kernel \w+ at \w+\.py:\d+: ") as info:
         nki.estimate(kernel)(*arrays)
     assert message in str(info.value)
+
+
+def test_a_limit_inside_a_library_kernel_names_the_library_line():
+    # A row of 60000 float32 needs 240000 bytes per partition; trn2 has 196608.
+    with pytest.raises(nki.NKIError, match=r"dma_copy at rows\.py:\d+: SBUF capacity exceeded"):
+        nki.estimate(kernels.softmax)(np.zeros((128, 60000), np.float32))
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ import sys
 from torchneuron.errors import TorchNeuronError
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_LIBRARY_DIR = os.path.join(_PACKAGE_DIR, "kernels")  # the kernel library's lines are kernel lines
 
 
 class NKIError(TorchNeuronError, ValueError):
@@ -28,7 +29,8 @@ def kernel_location() -> str:
         path = os.path.abspath(frame.f_code.co_filename)
         module = frame.f_globals.get("__name__", "")
         in_torch = module == "torch" or module.startswith("torch.")  # its custom-op layers
-        if not path.startswith(_PACKAGE_DIR + os.sep) and not in_torch:
+        ours = path.startswith(_PACKAGE_DIR + os.sep) and not path.startswith(_LIBRARY_DIR + os.sep)
+        if not ours and not in_torch:
             return f"{os.path.basename(path)}:{frame.f_lineno}"
         frame = frame.f_back
     return "<unknown>:0"
