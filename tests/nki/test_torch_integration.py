@@ -188,6 +188,8 @@ def test_errors_are_one_line():
     message = _error(lambda: rmsnorm(x.double(), w.double()))
     assert "dtype float64" in message and "rmsnorm" in message
     assert "dtype bool" in _error(lambda: rmsnorm(x > 0, w))
+    y = rmsnorm(x.clone().requires_grad_(), w)
+    assert "pair it with a backward kernel" in _error(lambda: y.sum().backward())
     message = _error(lambda: rmsnorm(x[:100], w))  # 100 rows: no whole 128-row tile
     assert "written by no instruction" in message
     assert "writes its argument" in _error(lambda: _writes_argument(x[:, :8].contiguous()))

@@ -347,6 +347,20 @@ def _call_op(key: int, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
 _call_op.register_fake(_fake)
 
 
+def _setup_context(ctx, inputs, output) -> None:
+    ctx.key = inputs[0]
+
+
+def _no_backward(ctx, grads):
+    raise NKIError(
+        f"kernel {spec(ctx.key).name}: no gradient through an NKI kernel call; pair it with a "
+        "backward kernel in a torch.autograd.Function (examples/nki_torch_autograd.py)"
+    )
+
+
+_call_op.register_autograd(_no_backward, setup_context=_setup_context)
+
+
 # -- profiler records ----------------------------------------------------------------------
 
 
