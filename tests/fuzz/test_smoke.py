@@ -42,7 +42,9 @@ def test_fuzz_smoke_run_finds_no_new_wrong_value_or_crash():
         Task(name, lookup(name).family, SEED, EXAMPLES, ("compile", "eager"), 10.0, 5.0)
         for name in SMOKE_OPS
     ]
-    results = FuzzPool(workers=1, case_timeout=120).run(tasks)
+    # Two workers: the ops are independent and seeded, the results come back in task
+    # order, and the run takes half the time on a 2-core machine.
+    results = FuzzPool(workers=2, case_timeout=120).run(tasks)
     report = format_report(results, EXPECTED_FAILURES, [])
     assert [r.op for r in results] == list(SMOKE_OPS), report
     assert all(r.cases > 0 for r in results), report
