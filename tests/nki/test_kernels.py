@@ -5,7 +5,7 @@ with TORCHNEURON_NO_FALLBACK=1 (float32, rtol/atol 1e-4: matmuls sum up to 384 t
 
 Tolerances, stated per kernel:
 - float32: the kernels compute in float32 like torch, only the summation order differs:
-  rtol 1e-5 for the row kernels, 1e-4 (atol 1e-4 on O(1) outputs) where matmuls sum over
+  rtol 1e-5 for the row kernels (layer norm: atol 1e-5, where + beta cancels), 1e-4 (atol 1e-4 on O(1) outputs) where matmuls sum over
   hundreds of terms.
 - bfloat16, row kernels (softmax, RMSNorm, layer norm): float32 inside, one rounding to
   bfloat16 at the end, so at most one bfloat16 ulp (rtol 2**-7) from torch computed in
@@ -51,12 +51,12 @@ def _t(a):
     return torch.from_numpy(np.asarray(a, dtype=np.float32))
 
 
-def _check_row_kernel(y, expected, dtype):
+def _check_row_kernel(y, expected, dtype, atol=1e-6):
     """Row kernels: float32 math inside, one rounding to the output dtype at the end."""
     assert y.dtype == DTYPES[dtype]
     expected = expected.to(getattr(torch, dtype)).float().numpy()
     rtol = 1e-5 if dtype == "float32" else 2**-7  # bf16: at most one ulp apart
-    np.testing.assert_allclose(y.astype(np.float32), expected, rtol=rtol, atol=1e-6)
+    np.testing.assert_allclose(y.astype(np.float32), expected, rtol=rtol, atol=atol)
 
 
 ROW_SHAPES = [(128, 64), (200, 100), (384, 640)]  # a ragged last tile; D over one PSUM bank
@@ -89,7 +89,8 @@ def test_layernorm_kernel_matches_torch(n, d, dtype):
     g, b = g.astype(np.float32), b.astype(np.float32)
     y = nki.simulate(kernels.layernorm)(x, g, b)
     expected = F.layer_norm(_t(x), (d,), _t(g), _t(b), eps=kernels.EPS)
-    _check_row_kernel(y, expected, dtype)
+    # + beta can cancel the normalized term (|.| up to ~8): a few float32 ulps of it, absolute.
+    _check_row_kernel(y, expected, dtype, atol=1e-5)
 
 
 @pytest.mark.parametrize(("m", "k", "n"), [(128, 128, 512), (256, 384, 1024), (128, 256, 256)])

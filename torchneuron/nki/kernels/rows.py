@@ -105,8 +105,8 @@ def rmsnorm(x, w):
 def layernorm(x, gamma, beta):
     """``(x - mean) * rsqrt(var + eps) * gamma + beta`` (biased variance, as torch): the row
     sums (VectorE), the squared deviations summed in one ScalarE
-    instruction (``square(x - mean)``), rsqrt on ScalarE, then two VectorE instructions:
-    ``((x - mean) * rstd) * gamma`` and ``+ beta``."""
+    instruction (``square(x - mean)``), rsqrt on ScalarE, then two VectorE
+    ``scalar_tensor_tensor``: ``(x - mean) * gamma`` and ``that * rstd + beta``."""
     n, d = _check_2d("layernorm", x, gamma=gamma, beta=beta)
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     g_all = broadcast_row(gamma, "gamma")
@@ -124,10 +124,9 @@ def layernorm(x, gamma, beta):
         rstd = nl.ndarray((r, 1), dtype=nl.float32, buffer=nl.sbuf)
         nisa.tensor_scalar(rstd, squares, nl.multiply, 1.0 / d, op1=nl.add, operand1=EPS)
         nisa.activation(dst=rstd, op=nl.rsqrt, data=rstd)
-        normed = nl.ndarray((r, d), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.tensor_scalar(normed, t, nl.add, neg_mean, op1=nl.multiply, operand1=rstd)
-        nisa.tensor_tensor(dst=normed, data1=normed, data2=g_all[:r, :], op=nl.multiply)
+        scaled = nl.ndarray((r, d), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.scalar_tensor_tensor(scaled, t, nl.add, neg_mean, nl.multiply, g_all[:r, :])
         y = nl.ndarray((r, d), dtype=x.dtype, buffer=nl.sbuf)
-        nisa.tensor_tensor(dst=y, data1=normed, data2=b_all[:r, :], op=nl.add)
+        nisa.scalar_tensor_tensor(y, scaled, nl.multiply, rstd, nl.add, b_all[:r, :])
         nisa.dma_copy(dst=out[rows, :], src=y)
     return out
