@@ -815,6 +815,9 @@ class _Analysis:
         in_expr = _exprs(source.meta["val"])[axis]
         out_expr = _exprs(node.meta["val"])[axis]
         start_value = start.meta.get("val") if isinstance(start, torch.fx.Node) else start
+        if isinstance(start_value, torch.SymInt):  # compared as an expression: no guard
+            expr = start_value.node.expr
+            start_value = int(expr) if expr.is_number else "a symbolic start"
         if tags[axis] is not None:
             if not (start_value in (0, None) and step == 1 and _same(in_expr, out_expr)):
                 raise self._refuse_along(node, "slices")
