@@ -314,7 +314,11 @@ def _compile_dynamic_or_per_shape(
             if _draws_random_words(gm):
                 raise DynamicShapeError("random ops draw words of symbolic count")
             program, size_positions = dynamic.compile_dynamic_graph(
-                gm, name=name, target=opts.target, pipeline=opts.pipeline
+                gm,
+                name=name,
+                target=opts.target,
+                pipeline=opts.pipeline,
+                dump_dir=opts.dump_dir,
             )
     except LoweringError as exc:
         warnings.warn(
@@ -344,7 +348,11 @@ def _compile_bucketed(gm: torch.fx.GraphModule, name: str, opts, inference: bool
                 raise buckets.BucketRefused("it draws random numbers")
             plan = buckets.plan_buckets(gm, opts.buckets)
             program, size_positions = dynamic.compile_dynamic_graph(
-                plan.graph_module, name=name, target=opts.target, pipeline=opts.pipeline
+                plan.graph_module,
+                name=name,
+                target=opts.target,
+                pipeline=opts.pipeline,
+                dump_dir=opts.dump_dir,
             )
     except buckets.NothingToBucket:
         return None

@@ -61,6 +61,29 @@ def test_neuron_device_inputs_dynamic_batch():
     assert dynamic.stats()["specializations"] == 2
 
 
+def test_compiled_dynamic_graph_dumps_one_dynamic_neff(tmp_path):
+    model = _mlp()
+    options = {"dump_dir": str(tmp_path)}
+    compiled = torch.compile(model, backend="neuron", dynamic=True, options=options)
+    with torch.no_grad():
+        for batch in (3, 5, 9):
+            compiled(torch.randn(batch, 8))
+    neffs = sorted(tmp_path.glob("*.neff"))
+    assert len(neffs) == 1  # the dynamic program, once; no NEFF per shape
+    stored = dynamic.DynamicProgram.from_neff(neffs[0])
+    assert any(isinstance(d, str) for spec in stored.signature.inputs for d in spec["shape"])
+    arrays = [p.detach().numpy() for p in model.parameters()]
+    x = torch.randn(6, 8)
+    by_shape = {tuple(a.shape): a for a in arrays}
+    inputs = [
+        x.numpy() if isinstance(spec["shape"][0], str) else by_shape[tuple(spec["shape"])]
+        for spec in stored.signature.inputs
+    ]
+    (out,) = stored.run(inputs)
+    with torch.no_grad():
+        torch.testing.assert_close(torch.from_numpy(out), model(x), rtol=1e-5, atol=1e-5)
+
+
 def test_automatic_dynamic_after_a_second_shape():
     model = _mlp()
     compiled = torch.compile(model, backend="neuron")  # static first, then automatic dynamic
