@@ -16,6 +16,7 @@ NumPy semantics and its cost inputs side by side so a reader sees an instruction
 
 from __future__ import annotations
 
+import functools
 import math
 from enum import Enum
 
@@ -24,7 +25,7 @@ import numpy as np
 from torchneuron.nki import ops as _ops
 from torchneuron.nki import trace as _trace
 from torchneuron.nki.errors import kernel_location, refuse
-from torchneuron.nki.tensor import IN_HBM, PSUM, SBUF, Tile
+from torchneuron.nki.tensor import IN_HBM, PSUM, SBUF, Predicate, Tile, check_bounds, narrow
 
 # -- config enums (nki.isa.engine, reduce_cmd, dge_mode, oob_mode) --------------------------
 
@@ -99,6 +100,7 @@ def _tile(value, instr: str, role: str) -> Tile:
         raise refuse(_name(instr), f"{role} must be a tile, got {type(value).__name__}")
     if value.size == 0:
         raise refuse(_name(instr), f"{role} is an empty tile {value.describe()}")
+    check_bounds(value, _name(instr), role)
     return value
 
 
@@ -905,3 +907,53 @@ def reciprocal(dst, data, name=None):
         free=data.free_size,
         dtype=_rate_dtype(data, dst),
     )
+
+
+# -- masks -------------------------------------------------------------------------------------
+
+# Instructions whose operands are laid out alike (or broadcast along an axis), so that a mask
+# over the grid cuts each operand the same way. nc_matmul/nc_transpose (their operands' axes
+# differ) and iota/affine_select (their values depend on the position in dst) refuse one.
+_MASKABLE = (
+    "dma_copy tensor_copy memset activation activation_reduce tensor_tensor tensor_scalar "
+    "tensor_reduce select_reduce scalar_tensor_tensor tensor_scalar_reduce "
+    "tensor_partition_reduce reciprocal"
+).split()
+_UNMASKABLE = "nc_matmul nc_transpose iota affine_select".split()
+
+
+def _with_mask(fn, maskable: bool):
+    """``fn`` taking ``mask=``: a predicate on index grids (``i_p < n``); the instruction acts
+    only on the box the mask keeps (each tile operand is cut to it, so masked-out elements
+    are neither read nor written), and is not issued when the mask keeps nothing."""
+
+    @functools.wraps(fn)
+    def call(*args, mask=None, **kwargs):
+        if mask is None:
+            return fn(*args, **kwargs)
+        instr = _name(fn.__name__)
+        if not maskable:
+            raise refuse(instr, "mask= is not supported on this instruction")
+        if not isinstance(mask, Predicate):
+            raise refuse(
+                instr,
+                f"mask must be a predicate on index grids (e.g. i_p < n), got {mask!r}",
+            )
+        box = mask.box(instr)
+        if box is None:
+            return None
+        shape = mask.values.shape
+
+        def cut(value, role):
+            return narrow(value, box, shape, instr, role) if isinstance(value, Tile) else value
+
+        args = tuple(cut(a, f"operand {i}") for i, a in enumerate(args))
+        kwargs = {k: cut(v, k) for k, v in kwargs.items()}
+        return fn(*args, **kwargs)
+
+    return call
+
+
+for _fn_name in _MASKABLE + _UNMASKABLE:
+    globals()[_fn_name] = _with_mask(globals()[_fn_name], _fn_name in _MASKABLE)
+del _fn_name

@@ -17,7 +17,17 @@ from torchneuron.nki import isa as _isa
 from torchneuron.nki import ops as _ops
 from torchneuron.nki import trace as _trace
 from torchneuron.nki.errors import refuse
-from torchneuron.nki.tensor import DTYPES, HBM, PSUM, SBUF, SHARED_HBM, NkiDType, Tile, as_dtype
+from torchneuron.nki.tensor import (
+    DTYPES,
+    HBM,
+    PSUM,
+    SBUF,
+    SHARED_HBM,
+    IndexExpr,
+    NkiDType,
+    Tile,
+    as_dtype,
+)
 from torchneuron.target.hardware import TRN2
 
 # -- buffers ------------------------------------------------------------------------------
@@ -80,6 +90,61 @@ def static_range(start, stop=None, step=1, **kwargs):
     return _range(start, stop, step)
 
 
+# -- index grids ---------------------------------------------------------------------------
+
+
+def _grid_int(value, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise refuse(what, f"bound {value!r} is not a compile-time int")
+    return int(value)
+
+
+def arange(start, stop=None, step=1) -> IndexExpr:
+    """A 1-d index grid (``nl.arange(128)[:, None]`` on the partition axis, ``[None, :]`` on
+    the free axis). Indexing with ``i + c`` / ``i * c`` (ints, loop variables) is affine; a
+    grid is bounds-checked when an instruction uses the tile, after its ``mask=``."""
+    if stop is None:
+        start, stop = 0, start
+    start, stop, step = (_grid_int(v, "nl.arange") for v in (start, stop, step))
+    n = len(range(start, stop, step))
+    if step <= 0 or n == 0:
+        raise refuse("nl.arange", f"arange({start}, {stop}, {step}) is empty or not increasing")
+    return IndexExpr(n, coef=step, offset=start)
+
+
+class _Grid(tuple):
+    """``nl.mgrid[...]``: the grids, one per axis; also ``.p`` (axis 0) and ``.x`` ... ``.z``."""
+
+    p = property(lambda self: self[0])
+    x = property(lambda self: self[1])
+    y = property(lambda self: self[2])
+    z = property(lambda self: self[3])
+
+
+class _MGrid:
+    def __getitem__(self, key) -> _Grid:
+        key = key if isinstance(key, tuple) else (key,)
+        grids = []
+        ident = IndexExpr(1).grid
+        for axis, k in enumerate(key):
+            if not isinstance(k, slice) or k.stop is None:
+                raise refuse("nl.mgrid", f"nl.mgrid takes start:stop[:step] slices, got {k!r}")
+            g = arange(0 if k.start is None else k.start, k.stop, 1 if k.step is None else k.step)
+            grids.append(IndexExpr(g.n, axis, len(key), g.coef, g.offset, ident))
+        return _Grid(grids)
+
+    def __repr__(self) -> str:
+        return "nl.mgrid"
+
+
+mgrid = _MGrid()
+
+
+def ds(start, size) -> slice:
+    """``nl.ds(start, size)``: the slice ``start:start + size``."""
+    return slice(_grid_int(start, "nl.ds"), _grid_int(start, "nl.ds") + _grid_int(size, "nl.ds"))
+
+
 # -- creation --------------------------------------------------------------------------------
 
 
@@ -116,24 +181,26 @@ def ndarray_like(a: Tile, dtype=None, buffer=None, name="", **kwargs) -> Tile:
 # -- data movement ---------------------------------------------------------------------------
 
 
-def load(src: Tile, dtype=None, **kwargs) -> Tile:
-    """Copy an HBM tile into a new SBUF tile (one DMA)."""
-    src = _isa._tile(src, "dma_copy", "src")
+def load(src: Tile, dtype=None, mask=None, **kwargs) -> Tile:
+    """Copy an HBM tile into a new SBUF tile (one DMA; with ``mask=`` only the elements the
+    mask keeps are read, and the rest of the new tile stays unwritten)."""
+    if not isinstance(src, Tile):
+        raise refuse("nki.isa.dma_copy", f"src must be a tile, got {type(src).__name__}")
     out = ndarray(src.shape, dtype or src.dtype, buffer=sbuf)
-    _isa.dma_copy(dst=out, src=src)
+    _isa.dma_copy(dst=out, src=src, mask=mask)
     return out
 
 
-def store(dst: Tile, value: Tile, **kwargs) -> None:
-    """Copy an SBUF tile to HBM (one DMA)."""
-    _isa.dma_copy(dst=dst, src=value)
+def store(dst: Tile, value: Tile, mask=None, **kwargs) -> None:
+    """Copy an SBUF tile to HBM (one DMA; with ``mask=`` only the kept elements)."""
+    _isa.dma_copy(dst=dst, src=value, mask=mask)
 
 
-def copy(x: Tile, dtype=None, **kwargs) -> Tile:
+def copy(x: Tile, dtype=None, mask=None, **kwargs) -> Tile:
     """A new SBUF tile holding ``x`` (VectorE ``tensor_copy``)."""
-    x = _isa._tile(x, "tensor_copy", "src")
+    x = _isa._tile(x, "tensor_copy", "src") if mask is None else x
     out = ndarray(x.shape, dtype or x.dtype, buffer=sbuf)
-    _isa.tensor_copy(out, x)
+    _isa.tensor_copy(out, x, mask=mask)
     return out
 
 
@@ -198,7 +265,7 @@ def _is_vector(value, data: Tile) -> bool:
     )
 
 
-def _elementwise(op: _ops.AluOp, x, y, dtype=None) -> Tile:
+def _elementwise(op: _ops.AluOp, x, y, dtype=None, mask=None) -> Tile:
     """``op(x, y)`` into a new SBUF tile: tensor_tensor, or tensor_scalar when one side is a
     scalar or a (partitions, 1) vector."""
     if not isinstance(x, Tile) and not isinstance(y, Tile):
@@ -209,16 +276,16 @@ def _elementwise(op: _ops.AluOp, x, y, dtype=None) -> Tile:
     out = ndarray(data.shape, as_dtype(dtype) if dtype else _result_dtype(x, y), buffer=sbuf)
     if isinstance(other, Tile) and not _is_vector(other, data):
         first, second = (other, data) if reverse else (data, other)
-        _isa.tensor_tensor(out, first, second, op)
+        _isa.tensor_tensor(out, first, second, op, mask=mask)
     else:
-        _isa.tensor_scalar(out, data, op, other, reverse0=reverse)
+        _isa.tensor_scalar(out, data, op, other, reverse0=reverse, mask=mask)
     return out
 
 
-def _activation(fn: _ops.ActivationFn, x, dtype=None) -> Tile:
-    x = _isa._tile(x, "activation", "data")
+def _activation(fn: _ops.ActivationFn, x, dtype=None, mask=None) -> Tile:
+    x = _isa._tile(x, "activation", "data") if mask is None else x
     out = ndarray(x.shape, as_dtype(dtype) if dtype else x.dtype, buffer=sbuf)
-    _isa.activation(out, fn, x)
+    _isa.activation(out, fn, x, mask=mask)
     return out
 
 
@@ -284,16 +351,18 @@ class _Reduction:
     def __repr__(self) -> str:
         return f"nl.{self.name}"
 
-    def __call__(self, x: Tile, axis, dtype=None, keepdims=False, **kwargs) -> Tile:
-        x = _isa._tile(x, "tensor_reduce", "data")
+    def __call__(self, x: Tile, axis, dtype=None, keepdims=False, mask=None, **kwargs) -> Tile:
+        x = _isa._tile(x, "tensor_reduce", "data") if mask is None else x
         axes = (axis,) if isinstance(axis, int) else tuple(axis)
         shape = _isa._pf_shape(x)
         kept = [n for d, n in enumerate(shape) if d not in axes]
         if keepdims:
             kept = [1 if d in axes else n for d, n in enumerate(shape)]
         out = ndarray(tuple(kept) or (1,), as_dtype(dtype) if dtype else x.dtype, buffer=sbuf)
-        _isa.tensor_reduce(out, self.alu, x, axes, keepdims=keepdims)
+        _isa.tensor_reduce(out, self.alu, x, axes, keepdims=keepdims, mask=mask)
         if self.scale_by_count:
+            if mask is not None:
+                raise refuse("nl.mean", "mask= is not supported; use nl.sum and a multiply")
             count = int(np.prod([shape[d] for d in axes]))
             _isa.tensor_scalar(out, out, multiply, 1.0 / count)
         return out
@@ -306,9 +375,9 @@ min = _Reduction("min", minimum)  # noqa: A001
 mean = _Reduction("mean", add, scale_by_count=True)
 
 
-def where(condition: Tile, x: Tile, y, dtype=None, **kwargs) -> Tile:
+def where(condition: Tile, x: Tile, y, dtype=None, mask=None, **kwargs) -> Tile:
     """``x`` where ``condition`` is nonzero, else ``y`` (VectorE ``select_reduce``)."""
-    x = _isa._tile(x, "select_reduce", "on_true")
+    x = _isa._tile(x, "select_reduce", "on_true") if mask is None else x
     out = ndarray(x.shape, as_dtype(dtype) if dtype else x.dtype, buffer=sbuf)
-    _isa.select_reduce(out, condition, x, y)
+    _isa.select_reduce(out, condition, x, y, mask=mask)
     return out

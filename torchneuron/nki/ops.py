@@ -27,10 +27,10 @@ class AluOp:
     kind: str = ARITH
     reduce: Callable | None = None  # ufunc-like .reduce for tensor_reduce
 
-    def __call__(self, x, y, dtype=None, **kwargs):
+    def __call__(self, x, y, dtype=None, mask=None, **kwargs):
         from torchneuron.nki import language
 
-        return language._elementwise(self, x, y, dtype=dtype)
+        return language._elementwise(self, x, y, dtype=dtype, mask=mask)
 
     def __repr__(self) -> str:
         return f"nl.{self.name}"
@@ -88,10 +88,10 @@ class ActivationFn:
     name: str
     fn: Callable[[np.ndarray], np.ndarray]
 
-    def __call__(self, x, dtype=None, **kwargs):
+    def __call__(self, x, dtype=None, mask=None, **kwargs):
         from torchneuron.nki import language
 
-        return language._activation(self, x, dtype=dtype)
+        return language._activation(self, x, dtype=dtype, mask=mask)
 
     def __repr__(self) -> str:
         return f"nl.{self.name}"

@@ -9,6 +9,12 @@ On-chip (SBUF, PSUM) allocations have the partition dimension first, at most
 ``chip.sbuf_partitions`` (128) long; the other dimensions are the free dimensions, laid out
 row-major in each partition. Indexing follows NumPy basic indexing (integers and slices with
 positive steps), except that an index out of bounds is an error instead of being clipped.
+Index grids (``nl.arange``/``nl.mgrid``: ``IndexExpr``) index a dimension with an affine
+range; they are bounds-checked when an instruction uses the tile (``check_bounds``), after
+its ``mask=`` (a ``Predicate``) has cut the tile to the box it keeps (``narrow``).
+
+Why this file is long: tiles, their indexing by slices and by index grids, and masks are one
+model of "which elements an instruction touches"; splitting them would split that model.
 """
 
 from __future__ import annotations
@@ -219,6 +225,15 @@ class Tile:
                 "tile indexing",
                 f"{len(key)} indices for a {len(view_dims)}-d tile {self.describe()}",
             )
+        grids = [k for k in key if isinstance(k, IndexExpr)]
+        axes = [g.axis for g in grids]
+        if len(grids) > 1 and (axes != sorted(set(axes)) or len({g.ndim for g in grids}) > 1):
+            raise refuse(
+                "tile indexing",
+                f"index grids on axes {axes} of {self.describe()}: each grid must lie on its "
+                "own axis, in the order of the tensor's dimensions (transposed access is not "
+                "supported)",
+            )
         new = list(self.index)
         for alloc_dim, k in zip(view_dims, key):
             new[alloc_dim] = _compose(self.index[alloc_dim], k, self, alloc_dim)
@@ -347,7 +362,16 @@ def _compose(current: DimIndex, key, tile: Tile, alloc_dim: int) -> DimIndex:
                 f"length {length} ({tile.describe()})",
             )
         return (start + k_start * step, start + k_stop * step, step * k_step)
-    raise refuse("tile indexing", f"unsupported index {key!r}; use ints and slices")
+    if isinstance(key, IndexExpr):
+        if key.coef <= 0:
+            raise refuse("tile indexing", f"index grid step {key.coef} is not positive")
+        # Not checked against the allocation here: a mask may cut the grid first
+        # (check_bounds, when an instruction uses the tile).
+        first = start + key.offset * step
+        return (first, first + key.n * key.coef * step, key.coef * step)
+    raise refuse(
+        "tile indexing", f"unsupported index {key!r}; use ints, slices and nl.arange grids"
+    )
 
 
 def new_allocation(shape, dtype, buffer: str, name: str, instruction: str, chip) -> Allocation:
@@ -382,3 +406,184 @@ def new_allocation(shape, dtype, buffer: str, name: str, instruction: str, chip)
             location,
         )
     return Allocation(buffer, shape, dtype, name, location)
+
+
+# -- index grids (nl.arange, nl.mgrid) and masks ---------------------------------------------
+
+_grid_ids = itertools.count()
+
+
+@dataclass(frozen=True, eq=False)
+class IndexExpr:
+    """``offset + coef * j`` for ``j`` in ``range(n)`` along axis ``axis`` of an
+    ``ndim``-dimensional index grid (``nl.arange(n)[:, None]`` is axis 0 of 2, ...).
+
+    Indexing a tensor with one selects ``n`` elements ``coef`` apart from ``offset``; a
+    comparison with an int (``i_p < n``) is a ``Predicate`` for ``mask=``."""
+
+    n: int
+    axis: int = 0
+    ndim: int = 1
+    coef: int = 1
+    offset: int = 0
+    grid: int = field(default_factory=lambda: next(_grid_ids))
+
+    def _with(self, **changes) -> IndexExpr:
+        values = {f: getattr(self, f) for f in ("n", "axis", "ndim", "coef", "offset", "grid")}
+        values.update(changes)
+        return IndexExpr(**values)
+
+    @staticmethod
+    def _int(value, what: str) -> int:
+        if isinstance(value, IndexExpr):
+            raise refuse(
+                "index grid",
+                f"{what} of two index grids (a flattened access pattern) is not supported; "
+                "index each dimension with its own grid",
+            )
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise refuse("index grid", f"{what} with {value!r}: only Python ints are affine")
+        return int(value)
+
+    def __add__(self, other) -> IndexExpr:
+        return self._with(offset=self.offset + self._int(other, "sum"))
+
+    __radd__ = __add__
+
+    def __sub__(self, other) -> IndexExpr:
+        return self._with(offset=self.offset - self._int(other, "difference"))
+
+    def __mul__(self, other) -> IndexExpr:
+        k = self._int(other, "product")
+        return self._with(coef=self.coef * k, offset=self.offset * k)
+
+    __rmul__ = __mul__
+
+    def __getitem__(self, key) -> IndexExpr:
+        """``[:, None]`` / ``[None, :]``: place a 1-d grid on one axis of a larger grid."""
+        if not isinstance(key, tuple):
+            key = (key,)
+        full = [i for i, k in enumerate(key) if k == slice(None)]
+        ok = all(k is None or k == slice(None) for k in key)
+        if self.ndim != 1 or len(full) != 1 or not ok:
+            raise refuse(
+                "index grid", f"unsupported grid indexing {key!r}; use [:, None] or [None, :]"
+            )
+        return self._with(axis=full[0], ndim=len(key))
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.n if d == self.axis else 1 for d in range(self.ndim))
+
+    def values(self) -> np.ndarray:
+        return (self.offset + self.coef * np.arange(self.n)).reshape(self.shape)
+
+    def _compare(self, other, op, name) -> Predicate:
+        if isinstance(other, IndexExpr):
+            return Predicate(op(self.values(), other.values()))
+        return Predicate(op(self.values(), self._int(other, f"comparison {name}")))
+
+    def __lt__(self, other):
+        return self._compare(other, np.less, "<")
+
+    def __le__(self, other):
+        return self._compare(other, np.less_equal, "<=")
+
+    def __gt__(self, other):
+        return self._compare(other, np.greater, ">")
+
+    def __ge__(self, other):
+        return self._compare(other, np.greater_equal, ">=")
+
+    def __bool__(self):
+        raise refuse("index grid", "an index grid has no truth value; pass it as mask=")
+
+
+@dataclass(frozen=True, eq=False)
+class Predicate:
+    """A compile-time boolean over an index grid (``mask=``): True where an instruction acts."""
+
+    values: np.ndarray
+
+    def _other(self, other) -> np.ndarray:
+        if not isinstance(other, Predicate):
+            raise refuse("mask", f"cannot combine a mask with {other!r}")
+        return other.values
+
+    def __and__(self, other):
+        return Predicate(np.logical_and(self.values, self._other(other)))
+
+    def __or__(self, other):
+        return Predicate(np.logical_or(self.values, self._other(other)))
+
+    def __invert__(self):
+        return Predicate(np.logical_not(self.values))
+
+    def __bool__(self):
+        raise refuse("mask", "a mask has no truth value; pass it as mask= (use & and |)")
+
+    def box(self, instruction: str) -> tuple[tuple[int, int] | None, ...] | None:
+        """Per grid axis, the half-open range the mask keeps (None: the whole axis), or None
+        when it keeps nothing. A mask that is not a box (e.g. triangular) is refused."""
+        m = np.asarray(self.values, dtype=bool)
+        if not m.any():
+            return None
+        ranges: list[tuple[int, int] | None] = []
+        projections = []
+        for axis in range(m.ndim):
+            others = tuple(d for d in range(m.ndim) if d != axis)
+            keep = m.any(axis=others) if others else m
+            where = np.flatnonzero(keep)
+            lo, hi = int(where[0]), int(where[-1]) + 1
+            if hi - lo != len(where):
+                raise refuse(
+                    instruction, "mask keeps non-contiguous indices; only box masks are supported"
+                )
+            ranges.append(None if (lo, hi) == (0, m.shape[axis]) else (lo, hi))
+            projections.append(keep.reshape([-1 if d == axis else 1 for d in range(m.ndim)]))
+        full = functools.reduce(np.logical_and, projections) if projections else m
+        if not np.array_equal(np.broadcast_to(full, m.shape), m):
+            raise refuse(
+                instruction,
+                "mask is not a box (e.g. triangular); only masks that keep a range per axis "
+                "are supported (use nisa.affine_select for others)",
+            )
+        return tuple(ranges) if m.ndim else ()
+
+
+def narrow(tile: Tile, box, mask_shape, instruction: str, role: str) -> Tile:
+    """``tile`` cut to the ``box`` of a mask over its view axes (partition axis first)."""
+    key = []
+    for axis, size in enumerate(tile.shape):
+        keep = box[axis] if axis < len(box) else None
+        if keep is None or size == 1:
+            key.append(slice(None))
+        elif size == mask_shape[axis]:
+            key.append(slice(*keep))
+        else:
+            raise refuse(
+                instruction,
+                f"mask over a grid of shape {tuple(mask_shape)} does not fit {role} "
+                f"{tile.describe()} (axis {axis})",
+            )
+    return tile[tuple(key)]
+
+
+def check_bounds(tile: Tile, instruction: str, role: str) -> None:
+    """Refuse a view reaching outside its allocation (index grids are checked here, when an
+    instruction uses them, so that a mask can cut a partial last tile first)."""
+    for dim, (index, length) in enumerate(zip(tile.index, tile.alloc.shape)):
+        if isinstance(index, int):
+            lo = hi = index
+        else:
+            n = _range_len(index)
+            if n == 0:
+                continue
+            lo, hi = index[0], index[0] + (n - 1) * index[2]
+        if lo < 0 or hi >= length:
+            raise refuse(
+                instruction,
+                f"out-of-bounds access: {role} reaches indices {lo}..{hi} of dimension {dim} "
+                f"of length {length} ({tile.alloc.buffer}:{tile.alloc.name}"
+                f"{list(tile.alloc.shape)})",
+            )
