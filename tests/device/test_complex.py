@@ -46,6 +46,13 @@ CASES = {
     "matmul": lambda z, w, x: z @ w.mT,
     "exp_log": lambda z, w, x: torch.exp(z) + torch.log(w),
     "sum_cat": lambda z, w, x: torch.cat([z, w], 1).sum(0),
+    # a real fill value or real operand has imaginary part 0 (they once got the value twice)
+    "real_fill_pad_cat": lambda z, w, x: (
+        torch.ones_like(z)
+        + torch.full((4, 8), 2.5, dtype=torch.complex64, device=z.device)
+        + torch.nn.functional.pad(z, (1, 1), value=3.0)[:, 2:]
+        + torch.cat([z[:, :4], x[:, 4:]], 1)
+    ),
     "sgn_reciprocal": lambda z, w, x: z.sgn() + w.reciprocal(),
     "fft": lambda z, w, x: torch.fft.fft(x),
     "fft_complex_n": lambda z, w, x: torch.fft.fft(z, n=6, dim=0),
@@ -131,6 +138,8 @@ def test_transfers_and_creation_keep_the_values():
     assert torch.equal(full.cpu(), torch.full((3,), 1 - 2j, dtype=torch.complex64))
     zeros = torch.zeros(2, 3, dtype=torch.complex64, device="neuron")
     assert torch.equal(zeros.cpu(), torch.zeros(2, 3, dtype=torch.complex64))
+    ones = torch.ones(2, 3, dtype=torch.complex64, device="neuron").fill_(-1.5)
+    assert torch.equal(ones.cpu(), torch.full((2, 3), -1.5 + 0j))
 
 
 def test_op_without_a_rule_is_a_listed_fallback(monkeypatch):
@@ -146,3 +155,111 @@ def test_op_without_a_rule_is_a_listed_fallback(monkeypatch):
     torch.testing.assert_close(got.cpu(), torch.sqrt(z))
     assert "aten::sqrt" in torchneuron.get_fallback_ops()
     assert "real-pair rule" in fallback.fallback_reasons()["aten::sqrt"]
+
+
+# complex128 (float64 pairs) and complex32 (chalf, float16 pairs): the same rules.
+WIDE_CASES = {
+    "creation_arithmetic": lambda z, w: (z * w + z / w - torch.full_like(z, 1 - 2j)) * 1j,
+    "abs_angle": lambda z, w: z.abs() + w.angle(),
+    "view_as_real_complex": lambda z, w: torch.view_as_real(
+        torch.view_as_complex(torch.view_as_real(z) * 2) * w.conj()
+    ),
+    "matmul": lambda z, w: z @ w.mT,
+    "fft_ifft": lambda z, w: torch.fft.ifft(torch.fft.fft(z, dim=0) * w),
+    "rfft_irfft": lambda z, w: torch.fft.irfft(torch.fft.rfft(z.real), n=8),
+}
+
+
+def _pair_data(dtype):
+    z, w, _ = _data()
+    return z.to(dtype), w.to(dtype)
+
+
+@pytest.mark.parametrize("name", sorted(WIDE_CASES))
+def test_complex128_runs_natively_and_matches_cpu(name):
+    fallback.clear_fallback_ops()
+    z, w = _pair_data(torch.complex128)
+    expected = WIDE_CASES[name](z, w)
+    got = WIDE_CASES[name](z.to("neuron"), w.to("neuron"))
+    assert got.device.type == "neuron" and got.dtype == expected.dtype
+    torch.testing.assert_close(got.cpu(), expected)  # complex128's rtol 1e-7, atol 1e-7
+    assert torchneuron.get_fallback_ops() == []
+
+
+def test_complex128_moves_and_abs_of_extremes_keep_the_values():
+    z = torch.tensor([3 + 4j, 0j, complex(float("inf"), 1), 1e300 + 1e300j, 1 - 1j])
+    z = z.to(torch.complex128)
+    on_device = z.to("neuron")
+    assert on_device.dtype == torch.complex128 and torch.equal(on_device.cpu(), z)
+    # |1e300 + 1e300j| overflows a naive sqrt(re^2 + im^2); hypot's scaled form does not
+    torch.testing.assert_close(on_device.abs().cpu(), z.abs())
+
+
+# PyTorch's CPU kernels support complex32 for creation, moves, add/sub/mul, abs, conj,
+# view_as_real and indexing; those are compared with the CPU directly.
+CHALF_CPU_CASES = {
+    "creation_arithmetic": lambda z, w: (
+        torch.zeros(4, 8, dtype=torch.complex32, device=z.device) + z * w - w
+    ),
+    "abs": lambda z, w: z.abs(),
+    "view_as_real_conj_cat": lambda z, w: torch.view_as_real(torch.cat([z.conj(), w])[1::2]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHALF_CPU_CASES))
+def test_complex32_runs_natively_and_matches_cpu(name):
+    fallback.clear_fallback_ops()
+    z, w = _pair_data(torch.complex32)
+    expected = CHALF_CPU_CASES[name](z, w)
+    got = CHALF_CPU_CASES[name](z.to("neuron"), w.to("neuron"))
+    assert got.device.type == "neuron" and got.dtype == expected.dtype
+    # complex32's rtol 1e-3; atol one float16 step at 1: the CPU rounds z * w before the
+    # sum, the device's fused program keeps it in float32 (as it does for float16)
+    torch.testing.assert_close(got.cpu(), expected, rtol=1e-3, atol=2e-3)
+    assert torchneuron.get_fallback_ops() == []
+
+
+# PyTorch's CPU has no complex32 division, matmul or FFT kernels (CUDA has some): the
+# device computes them on float16 pairs; the reference is the complex64 computation of
+# the same (complex32) inputs, rounded once, at float16's tolerance.
+CHALF_BEYOND_CPU = {
+    "div": lambda z, w: z / w,
+    "matmul": lambda z, w: z @ w.mT,
+    "fft_odd_n": lambda z, w: torch.fft.fft(z, n=5),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHALF_BEYOND_CPU))
+def test_complex32_where_the_cpu_has_no_kernel_matches_the_complex64_computation(name):
+    fallback.clear_fallback_ops()
+    z, w = _pair_data(torch.complex32)
+    with pytest.raises((RuntimeError, NotImplementedError)):
+        CHALF_BEYOND_CPU[name](z, w)  # the CPU refuses complex32 here
+    expected = CHALF_BEYOND_CPU[name](z.to(torch.complex64), w.to(torch.complex64))
+    got = CHALF_BEYOND_CPU[name](z.to("neuron"), w.to("neuron"))
+    assert got.dtype == torch.complex32
+    torch.testing.assert_close(
+        got.cpu().to(torch.complex64),
+        expected.to(torch.complex32).to(torch.complex64),
+        rtol=2e-3,
+        atol=2e-3,
+    )
+    assert torchneuron.get_fallback_ops() == []
+
+
+def test_complex32_and_complex128_without_a_rule_refuse_or_fall_back_listed(monkeypatch):
+    z, _ = _pair_data(torch.complex128)
+    with pytest.raises(fallback.NeuronFallbackError, match="aten::sqrt"):
+        torch.sqrt(z.to("neuron"))
+    # float16 FFTs: PyTorch refuses them off CUDA, on the CPU as on neuron
+    with pytest.raises(RuntimeError, match="Unsupported dtype Half"):
+        torch.fft.rfft(torch.ones(8, dtype=torch.float16, device="neuron"))
+    monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "0")
+    fallback.clear_fallback_ops()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.testing.assert_close(torch.sqrt(z.to("neuron")).cpu(), torch.sqrt(z))
+        # the CPU fallback has no complex32 sqrt either: PyTorch's own error, no wrong value
+        with pytest.raises(NotImplementedError, match="ComplexHalf"):
+            torch.sqrt(z.to(torch.complex32).to("neuron"))
+    assert "aten::sqrt" in torchneuron.get_fallback_ops()

@@ -30,6 +30,7 @@ the graph on the CPU or refuses it under ``TORCHNEURON_NO_FALLBACK=1``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -250,9 +251,22 @@ def _resolve_rule(a):
     return a
 
 
+def _hypot(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """``|x + iy|`` without overflow: ``torch.hypot``, which torch-mlir does not lower for
+    float64; for float64 (complex128) the scaled form ``m * sqrt(1 + (s/m)^2)`` (m, s the
+    larger and smaller magnitude; an infinite part gives inf, as hypot)."""
+    if x.dtype != torch.float64:
+        return torch.hypot(x, y)
+    ax, ay = x.abs(), y.abs()
+    big, small = torch.maximum(ax, ay), torch.minimum(ax, ay)
+    ratio = torch.where(big == 0, torch.zeros_like(big), small / big)
+    value = big * torch.sqrt(1 + ratio * ratio)
+    return torch.where(torch.isinf(ax) | torch.isinf(ay), torch.full_like(big, math.inf), value)
+
+
 @rule(aten.abs.default)
 def _abs_rule(a):
-    return torch.hypot(a.re, a.im)
+    return _hypot(a.re, a.im)
 
 
 @rule(aten.angle.default)
@@ -264,7 +278,7 @@ def _angle_rule(a):
 
 @rule(aten.sgn.default)
 def _sgn_rule(a):
-    magnitude = torch.hypot(a.re, a.im)
+    magnitude = _hypot(a.re, a.im)
     zero = magnitude == 0
     safe = torch.where(zero, torch.ones_like(magnitude), magnitude)
     return Pair(
@@ -281,7 +295,7 @@ def _exp_rule(a):
 
 @rule(aten.log.default)
 def _log_rule(a):
-    return Pair(torch.log(torch.hypot(a.re, a.im)), torch.atan2(a.im, a.re))
+    return Pair(torch.log(_hypot(a.re, a.im)), torch.atan2(a.im, a.re))
 
 
 @rule(aten.real.default)
@@ -377,6 +391,13 @@ def _where_rule(condition, a, b):
     return Pair(torch.where(condition, ar, br), torch.where(condition, ai, bi))
 
 
+@rule(aten.fill.Scalar)
+def _fill_rule(a, value):
+    # a real fill value has imaginary part 0 (not the value again, as a per-part op would)
+    vr, vi = _parts(value)
+    return Pair(torch.fill(a.re, vr), torch.fill(a.im, vi or 0))
+
+
 @rule(aten.constant_pad_nd.default)
 def _pad_rule(a, pad, value=0):
     vr, vi = _parts(value)
@@ -463,7 +484,6 @@ COMPONENTWISE = frozenset(
         aten.cumsum.default,
         aten.slice_scatter.default,
         aten.select_scatter.default,
-        aten.fill.Scalar,
         aten.zero.default,
         torch.ops.prims.squeeze.default,
         torch.ops.prims.broadcast_in_dim.default,
@@ -501,6 +521,10 @@ def _componentwise(op, args: tuple, kwargs: dict):
                 return type(value)(part(v) for v in value)
             if isinstance(value, complex):
                 return value.imag if half else value.real
+            if half and isinstance(value, torch.Tensor) and value.is_floating_point():
+                # a real operand among complex ones (cat([x, z])): its imaginary part is 0;
+                # integer and bool tensors are indices and masks, the same for both parts
+                return torch.zeros_like(value)
             if isinstance(value, torch.dtype) and value.is_complex:
                 return COMPONENT[value]
             return value

@@ -28,7 +28,11 @@ def logsumexp(self, dim, keepdim=False):
     if self.dim() != 0:
         return NotImplemented
     result = self.clone()
-    return result if result.is_floating_point() else result.to(torch.get_default_dtype())
+    return (
+        result
+        if result.is_floating_point() or result.is_complex()
+        else result.to(torch.get_default_dtype())
+    )
 
 
 def _reduce_as_vector(op):
