@@ -168,3 +168,31 @@ def test_refusals_are_one_nki_error():
     ]:
         with pytest.raises(NKIError, match=message):
             kernel(x)
+
+
+@nki.jit
+def _big_sbuf_copy(x):
+    """240,000 bytes per partition of SBUF: over trn2's 192 KiB, under trn3's 256 KiB."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    big = nl.ndarray((128, 60000), dtype=nl.float32, buffer=nl.sbuf)
+    i_p, i_f = nl.mgrid[0:128, 0 : x.shape[1]]
+    nisa.dma_copy(dst=big[i_p, i_f], src=x[i_p, i_f], mask=i_p < x.shape[0])
+    nl.store(out[i_p, i_f], value=big[i_p, i_f], mask=i_p < x.shape[0])
+    return out
+
+
+def test_torch_call_follows_the_topologys_target():
+    from torchneuron.target import topology
+
+    x = torch.randn(100, 8, generator=torch.Generator().manual_seed(3))
+    with pytest.raises(NKIError, match="SBUF capacity exceeded"):
+        _big_sbuf_copy(x.numpy())  # a NumPy call: trn2 unless target= says otherwise
+    try:
+        topology.set_topology(topology.build_topology({topology.TARGET_VAR: "trn3"}))
+        got = _big_sbuf_copy(x)  # torch tensors: the topology's chip, trn3
+        torch.testing.assert_close(got, x, rtol=0, atol=0)
+        topology.set_topology(topology.build_topology({topology.TARGET_VAR: "trn2"}))
+        with pytest.raises(NKIError, match="SBUF capacity exceeded"):
+            _big_sbuf_copy(x)
+    finally:
+        topology.reset_topology()

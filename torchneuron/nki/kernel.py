@@ -54,10 +54,17 @@ class KernelRun:
         return self.schedule.seconds
 
 
-class Kernel:
-    """A function decorated with ``@nki.jit``."""
+DEFAULT_TARGET = "trn2"
 
-    def __init__(self, fn, target: str = "trn2", **options) -> None:
+
+class Kernel:
+    """A function decorated with ``@nki.jit``.
+
+    Its target (the chip whose limits and rates apply) is ``target=`` when given; otherwise
+    trn2 for NumPy calls (``nki.simulate``/``estimate``/``profile``), and the chip of the
+    device topology (``NEURON_PLATFORM_TARGET_OVERRIDE``) when called with torch tensors."""
+
+    def __init__(self, fn, target: str | None = None, **options) -> None:
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.target = target
@@ -75,11 +82,23 @@ class Kernel:
             return torch_ops.entry(self)(*args, **kwargs)
         return self.run(args, kwargs, execute=True, estimate=False).outputs
 
-    def run(self, args, kwargs, *, execute: bool, estimate: bool, bind=None) -> KernelRun:
+    def device_target(self) -> str:
+        """The target for a call with torch tensors: ``target=`` if given, else the chip of
+        the device topology the tensors live on."""
+        if self.target is not None:
+            return self.target
+        from torchneuron.target.topology import topology
+
+        return topology().target
+
+    def run(
+        self, args, kwargs, *, execute: bool, estimate: bool, bind=None, target=None
+    ) -> KernelRun:
         """Trace, plan, then execute and/or schedule. ``bind(trace, returned)`` -> {allocation
         id: array} gives arrays the emulator uses as those allocations' memory, without a
-        copy (torch_ops: device memory); the outputs are then the returned tiles."""
-        trace = _trace.Trace(chip_spec(self.target))
+        copy (torch_ops: device memory); the outputs are then the returned tiles. ``target``
+        overrides the kernel's (torch_ops passes ``device_target()``)."""
+        trace = _trace.Trace(chip_spec(target or self.target or DEFAULT_TARGET))
         with _trace.tracing(trace):
             handles = [_argument(trace, a, f"arg{i}") for i, a in enumerate(args)]
             named = {k: _argument(trace, v, k) for k, v in kwargs.items()}
@@ -146,9 +165,10 @@ def _collect(returned, state):
     return returned
 
 
-def jit(fn=None, *, target: str = "trn2", **options):
+def jit(fn=None, *, target: str | None = None, **options):
     """Decorate a kernel. Called with NumPy arrays it runs on the emulated NeuronCore and
-    returns NumPy arrays (as ``nki.simulate``)."""
+    returns NumPy arrays (as ``nki.simulate``). ``target`` ("trn2"/"trn3") fixes the chip;
+    without it see ``Kernel``."""
     if fn is None:
         return lambda f: jit(f, target=target, **options)
     if isinstance(fn, Kernel):

@@ -262,7 +262,8 @@ def _run(key: int, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
 
     profiling = profiler.is_recording()
     start = time.perf_counter()
-    run = spec_.kernel.run(args, kwargs, execute=True, estimate=False, bind=bind)
+    target = spec_.kernel.device_target()
+    run = spec_.kernel.run(args, kwargs, execute=True, estimate=False, bind=bind, target=target)
     seconds = time.perf_counter() - start
     results = _results(tiles, outputs, run, device)
     if profiling:
@@ -330,7 +331,8 @@ def _fake(key: int, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
             for i, (shape, dtype) in enumerate(metas)
         ]
         args, kwargs = _arguments(spec_, arrays)
-        run = spec_.kernel.run(args, kwargs, execute=False, estimate=False)
+        target = spec_.kernel.device_target()
+        run = spec_.kernel.run(args, kwargs, execute=False, estimate=False, target=target)
         tiles = _returned_tiles(spec_, run.returned)
         _refuse_argument_writes(spec_, run.trace)
         _refuse_unwritten_outputs(spec_, run.trace, tiles)
