@@ -196,3 +196,22 @@ def test_torch_call_follows_the_topologys_target():
             _big_sbuf_copy(x)
     finally:
         topology.reset_topology()
+
+
+def test_returning_an_out_of_bounds_grid_view_is_refused():
+    @nki.jit
+    def kernel(x):
+        i_p = nl.arange(16)[:, None]
+        return x[i_p, 0:4]
+
+    with pytest.raises(NKIError, match=r"kernel kernel at .*out-of-bounds access: a returned tile"):
+        kernel(np.zeros((10, 4), np.float32))
+
+
+def test_grid_kernel_on_neuron_tensors_runs_natively(monkeypatch):
+    monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
+    gen = torch.Generator().manual_seed(7)
+    a, b = torch.randn(150, 24, generator=gen), torch.randn(150, 24, generator=gen)
+    got = add_rows(a.to("neuron"), b.to("neuron"))
+    assert got.device.type == "neuron"
+    torch.testing.assert_close(got.cpu(), a + b, rtol=0, atol=0)

@@ -179,6 +179,10 @@ def write(state: dict, tile: Tile, values: np.ndarray) -> None:
 
 def _record(instr, eng, reads, writes, run, **cost) -> None:
     trace = _trace.current()
+    for role, tiles in (("a read operand", reads), ("a written operand", writes)):
+        for tile in tiles:
+            if isinstance(tile, Tile):
+                check_bounds(tile, _name(instr), role)
     trace.add(
         _trace.Instruction(
             name=instr,

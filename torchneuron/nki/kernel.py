@@ -17,7 +17,7 @@ import numpy as np
 from torchneuron.nki import emulator, timing
 from torchneuron.nki import trace as _trace
 from torchneuron.nki.errors import NKIError, refuse
-from torchneuron.nki.tensor import HBM, IN_HBM, Tile, as_dtype
+from torchneuron.nki.tensor import HBM, IN_HBM, Tile, as_dtype, check_bounds
 from torchneuron.target.hardware import chip as chip_spec
 
 
@@ -147,6 +147,8 @@ def _check_outputs(name: str, returned) -> None:
                 f"returns {value.describe()}; a kernel returns HBM tensors "
                 "(nl.ndarray(..., buffer=nl.shared_hbm))",
             )
+        if isinstance(value, Tile):
+            check_bounds(value, f"kernel {name}", "a returned tile")
 
 
 def _flatten(value):
