@@ -1,12 +1,19 @@
 """PyTorch's OpInfo database on the neuron backend, held to tests/conformance/expectations.txt.
 
 Every entry runs (in crash-isolating worker processes) in compile mode and in
-eager mode, float32, and must do what its expectation line says: a ``pass``
-that regresses fails, and so does an ``xfail`` that starts passing (mark it
-``pass``), so the file stays true. A wrong answer, crash or timeout must be
-named by its line. Refresh after intended changes and review the diff:
+eager mode, float32; the entries that support sparse layouts run with COO and CSR
+inputs; the gated complex entries (``conftest.GATED_COMPLEX``) run in complex64.
+Each must do what its expectation line says: a ``pass`` that regresses fails, and
+so does an ``xfail`` that starts passing (mark it ``pass``), so the file stays true.
+A wrong answer, crash or timeout must be named by its line. Refresh after intended
+changes and review the diff:
 
     python -m torchneuron.conformance --dtype float32 --update-expectations
+    python -m torchneuron.conformance --dtype sparse_coo.float32 --dtype sparse_csr.float32 \\
+        --update-expectations
+    python -m torchneuron.conformance --dtype complex64 --update-expectations \
+        --entries "$(python -c 'from tests.conformance.conftest import GATED_COMPLEX; \
+print(",".join(GATED_COMPLEX))')"
 """
 
 import pytest
@@ -14,25 +21,48 @@ import pytest
 from torchneuron.conformance import expectations
 from torchneuron.conformance.opinfo import MODES
 
-from .conftest import DEFAULT_EXPECTATIONS, GATING_DTYPE, gating_expectations, selected
+from .conftest import (
+    COMPLEX_DTYPE,
+    DEFAULT_EXPECTATIONS,
+    GATING_DTYPE,
+    SPARSE_VARIANTS,
+    complex_gated,
+    gating_expectations,
+    selected,
+)
 
-_LINES = sorted(gating_expectations().values(), key=lambda e: (e.mode, e.entry))
+_LINES = sorted(gating_expectations().values(), key=lambda e: (e.mode, e.dtype, e.entry))
 
 
-def test_expectations_cover_every_opinfo_entry_in_both_modes():
-    from torchneuron.conformance.opinfo import entry_names
+def _id(e) -> str:
+    return f"{e.mode}-{e.entry}" if e.dtype == GATING_DTYPE else f"{e.mode}-{e.dtype}-{e.entry}"
 
-    listed = set(gating_expectations())
-    wanted = {(mode, GATING_DTYPE, entry) for mode in MODES for entry in entry_names()}
+
+def _wanted_lines() -> set:
+    from torchneuron.conformance.opinfo import op_database
+    from torchneuron.conformance.sparse_samples import split_variant, supports
+
+    wanted = set()
+    for entry, op in op_database().items():
+        dtypes = [GATING_DTYPE]
+        if complex_gated(entry):
+            dtypes.append(COMPLEX_DTYPE)
+        dtypes += [v for v in SPARSE_VARIANTS if supports(op, split_variant(v)[0])]
+        wanted |= {(mode, dtype, entry) for mode in MODES for dtype in dtypes}
+    return wanted
+
+
+def test_expectations_cover_every_gating_line_in_both_modes():
+    listed, wanted = set(gating_expectations()), _wanted_lines()
     missing, stale = sorted(wanted - listed), sorted(listed - wanted)
     assert not missing and not stale, (
         f"{DEFAULT_EXPECTATIONS} is out of date: {len(missing)} entries without a line "
-        f"(e.g. {missing[:3]}), {len(stale)} lines for entries PyTorch no longer has "
-        f"(e.g. {stale[:3]}); refresh it with --update-expectations"
+        f"(e.g. {missing[:3]}), {len(stale)} lines for entries PyTorch no longer has or "
+        f"that are not gating (e.g. {stale[:3]}); refresh it with --update-expectations"
     )
 
 
-@pytest.mark.parametrize("expected", _LINES, ids=[f"{e.mode}-{e.entry}" for e in _LINES])
+@pytest.mark.parametrize("expected", _LINES, ids=[_id(e) for e in _LINES])
 def test_entry_does_what_its_expectation_says(expected, conformance_outcomes):
     if not selected(expected.entry):
         pytest.skip("not selected by TORCHNEURON_CONFORMANCE_ENTRIES")

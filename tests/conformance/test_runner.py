@@ -49,6 +49,31 @@ def test_metadata_only_comparison_ignores_values():
         check_close(torch.ones(2), torch.zeros(3), values=False)
 
 
+def test_complex_values_are_compared_by_part_relative_to_the_magnitude():
+    expected = torch.tensor([1000 + 1e-3j, 1 + 1j])
+    # the imaginary part is off by 5e-3, small against |z| = 1000 (rtol 1e-4 of it is 0.1)
+    check_close(torch.tensor([1000 + 6e-3j, 1 + 1j]), expected)
+    with pytest.raises(Mismatch, match="1 of 4 elements differ"):
+        check_close(torch.tensor([1000 + 1e-3j, 1 + 1.001j]), expected)
+    half = expected.to(torch.complex32)
+    check_close(half, half)
+    with pytest.raises(Mismatch, match="dtype"):
+        check_close(expected, half)
+
+
+def test_sparse_results_need_the_layout_and_the_dense_value():
+    dense = torch.tensor([[0.0, 2.0], [3.0, 0.0]])
+    coo = dense.to_sparse()
+    uncoalesced = torch.sparse_coo_tensor([[0, 0, 1], [1, 1, 0]], [1.0, 1.0, 3.0], (2, 2))
+    check_close(coo, uncoalesced)  # the same dense value
+    with pytest.raises(Mismatch, match="layout"):
+        check_close(dense.to_sparse_csr(), coo)
+    with pytest.raises(Mismatch, match="layout"):
+        check_close(dense, coo)
+    with pytest.raises(Mismatch, match="elements differ"):
+        check_close((dense * 2).to_sparse_csr(), dense.to_sparse_csr())
+
+
 # -- expectations --------------------------------------------------------------------
 
 
@@ -102,6 +127,23 @@ def test_violations_keep_the_file_true(line, outcome, problem):
 def test_run_entry_in_process_compile_mode_passes_a_simple_op():
     outcome = run_entry("abs", "compile", "float32", samples=1)
     assert (outcome.status, outcome.samples) == ("pass", 1), outcome
+
+
+def test_run_entry_runs_sparse_and_complex_samples_in_eager_mode():
+    # neg has no sparse sample generator: its dense samples are converted (to_sparse_csr)
+    sparse = run_entry("neg", "eager", "sparse_csr.float32", samples=1)
+    assert (sparse.status, sparse.samples, sparse.dtype) == ("pass", 1, "sparse_csr.float32")
+    assert run_entry("neg", "compile", "sparse_coo.float32", samples=1).reason.startswith(
+        "Dynamo cannot capture it"
+    )
+    unsupported = run_entry("cos", "eager", "sparse_coo.float32")
+    assert unsupported.status == "skip" and "does not support torch.sparse_coo" in (
+        unsupported.reason
+    )
+    complex_mul = run_entry("mul", "eager", "complex64", samples=1)
+    assert (complex_mul.status, complex_mul.dtype) == ("pass", "complex64"), complex_mul
+    with pytest.raises(ValueError, match="unknown dtype"):
+        run_entry("neg", "eager", "sparse_bsr.float32")
 
 
 def test_run_entry_skips_ops_without_the_dtype_and_random_ops():

@@ -4,6 +4,8 @@
     python -m torchneuron.conformance --mode compile --dtype float32 --check
     python -m torchneuron.conformance --entries 'nn.functional.*,abs' --samples 2
     python -m torchneuron.conformance --mode eager --dtype float32 --update-expectations
+    python -m torchneuron.conformance --dtype complex64          # every complex-capable entry
+    python -m torchneuron.conformance --dtype sparse_coo.float32 --dtype sparse_csr.float32
     python -m torchneuron.conformance --from-json results.jsonl  # report a saved run
 
 Exit status: 0; 1 with ``--check`` when results contradict the expectations
@@ -22,10 +24,11 @@ import time
 from pathlib import Path
 
 from . import expectations as expectations_file
-from .opinfo import DEFAULT_SAMPLES, DTYPES, MODES, Outcome
+from .opinfo import ALL_DTYPES, DEFAULT_SAMPLES, MODES, Outcome
 from .report import format_report
 
 DEFAULT_EXPECTATIONS = expectations_file.DEFAULT_PATH
+DEFAULT_DTYPES = ("float32", "bfloat16")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,8 +41,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--dtype",
         action="append",
-        choices=list(DTYPES),
-        help="float32 and/or bfloat16 (default: both)",
+        choices=list(ALL_DTYPES),
+        help="a dtype (float32, bfloat16, complex64, complex32, complex128) or a sparse "
+        "variant (sparse_coo.float32, sparse_csr.float32); repeatable (default: float32 "
+        "and bfloat16)",
     )
     parser.add_argument("--entries", help="comma-separated entry names or globs (default: all)")
     parser.add_argument(
@@ -106,7 +111,7 @@ def _run(args) -> list[Outcome]:
     tasks = [
         Task(name, mode, dtype, args.samples)
         for mode in (args.mode or MODES)
-        for dtype in (args.dtype or list(DTYPES))
+        for dtype in (args.dtype or list(DEFAULT_DTYPES))
         for name in names
     ]
     start = time.monotonic()

@@ -22,6 +22,12 @@ CPU kernel or the float32 computation of the same inputs rounded once (the CPU
 kernels differ in where they round intermediates; the NeuronCore's engines compute
 in fp32 and round on write).
 - integers and bool: exact.
+- complex dtypes: the real and imaginary parts at the component dtype's tolerance
+  (complex64: float32's, complex32: float16's, complex128: float64's), the relative
+  term taken of the reference's magnitude ``|z|``, as ``torch.isclose`` does for
+  complex values (``torch.testing.assert_close``'s check).
+- sparse results: the layout must be the reference's, then the dense values are
+  compared (a coalesced result equals an uncoalesced reference with the same value).
 """
 
 from __future__ import annotations
@@ -72,8 +78,14 @@ def _check_leaf(got: Any, want: Any, where: str, values: bool) -> None:
             raise Mismatch(f"{where}: shape {tuple(got.shape)}, expected {tuple(want.shape)}")
         if got.dtype != want.dtype:
             raise Mismatch(f"{where}: dtype {got.dtype}, expected {want.dtype}")
+        if got.layout != want.layout:
+            raise Mismatch(f"{where}: layout {got.layout}, expected {want.layout}")
         if values:
-            _check_values(got.detach().cpu(), want.detach().cpu(), where)
+            got, want = got.detach().cpu(), want.detach().cpu()
+            if want.layout != torch.strided:
+                # the same dense value; coalescing and entry order may differ
+                got, want = got.to_dense(), want.to_dense()
+            _check_values(got, want, where)
         return
     if isinstance(want, float) and isinstance(got, (float, int)):
         if not (
@@ -86,10 +98,20 @@ def _check_leaf(got: Any, want: Any, where: str, values: bool) -> None:
         raise Mismatch(f"{where}: {got!r}, expected {want!r}")
 
 
-def _check_values(got: torch.Tensor, want: torch.Tensor, where: str) -> None:
+def _check_values(
+    got: torch.Tensor, want: torch.Tensor, where: str, scale: torch.Tensor | None = None
+) -> None:
     if got.is_complex():
+        # each part at the component dtype's tolerance, the relative term scaled by the
+        # reference's magnitude (as torch.isclose does for complex values): a part that
+        # cancels to ~0 carries the rounding error of the whole value
+        want = want.resolve_conj()
+        magnitude = want.to(torch.complex128).abs().unsqueeze(-1)
         _check_values(
-            torch.view_as_real(got.resolve_conj()), torch.view_as_real(want.resolve_conj()), where
+            torch.view_as_real(got.resolve_conj()),
+            torch.view_as_real(want),
+            where,
+            magnitude.expand(*want.shape, 2),
         )
         return
     if not got.is_floating_point():
@@ -112,7 +134,8 @@ def _check_values(got: torch.Tensor, want: torch.Tensor, where: str) -> None:
         count = int((~same_inf).sum())
         raise Mismatch(f"{where}: infinities differ in {count} places")
     error = torch.where(finite, (got64 - want64).abs(), 0.0)
-    allowed = atol + rtol * torch.where(finite, want64.abs(), 0.0)
+    reference = want64.abs() if scale is None else scale
+    allowed = atol + rtol * torch.where(finite, reference, 0.0)
     bad = error > allowed
     if bool(bad.any()):
         worst = int(torch.argmax(torch.where(bad, error - allowed, -1.0)))

@@ -1,7 +1,9 @@
 """The table of ops that still run on the CPU, made from the expectations file.
 
 Eager-mode conformance records each fallback as ``xfail fallback: aten::<op> ran on
-the CPU: <reason>``; torch.compile records the graph's reason. ``fallback_rows``
+the CPU: <reason>``; torch.compile records the graph's reason. Lines of every dtype
+count (complex64, the sparse variants); an entry not in float32 is labelled with its
+dtype (``sqrt (eager, complex64)``). ``fallback_rows``
 gathers them per op (the first reason seen, and the OpInfo entries that hit it);
 ``markdown_table`` renders the README's table, which a test keeps in step with the
 file (``python -m torchneuron.conformance --fallback-table`` prints it).
@@ -34,7 +36,11 @@ def fallback_rows(path: str | Path = DEFAULT_PATH) -> list[FallbackRow]:
             continue
         op, reason = _op_and_reason(expectation.mode, expectation.reason)
         row = rows.setdefault(op if op != _GRAPH else f"{op}: {reason}", FallbackRow(op, reason))
-        label = f"{expectation.entry} ({expectation.mode})"
+        label = (
+            f"{expectation.entry} ({expectation.mode})"
+            if expectation.dtype == "float32"
+            else f"{expectation.entry} ({expectation.mode}, {expectation.dtype})"
+        )
         if label not in row.entries:
             row.entries.append(label)
     return [rows[op] for op in sorted(rows)]

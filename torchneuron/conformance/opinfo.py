@@ -34,11 +34,22 @@ from torch.utils import _pytree as pytree
 from torchneuron import settings
 from torchneuron.target import dtypes
 
+from . import sparse_samples
 from .compare import Mismatch, check_close
 
 MODES = ("compile", "eager")
-# The dtypes conformance runs in (rows of the one dtype table).
-DTYPES = {name: dtypes.BY_NAME[name].torch for name in ("float32", "bfloat16")}
+# The dtypes conformance runs in (rows of the one dtype table, and complex32, which
+# the table has no row for: no program holds it, the complex route carries it as
+# float16 pairs).
+DTYPES = {
+    **{
+        name: dtypes.BY_NAME[name].torch
+        for name in ("float32", "bfloat16", "complex64", "complex128")
+    },
+    "complex32": torch.complex32,
+}
+# Every name the dtype column may hold: the dense dtypes and the sparse variants.
+ALL_DTYPES = (*DTYPES, *sparse_samples.VARIANTS)
 
 # Statuses, from best to worst; an entry's status is its worst sample's.
 # pass      every sample ran natively and matched the CPU
@@ -126,26 +137,39 @@ def find_entry(name: str):
 
 
 def run_entry(name: str, mode: str, dtype: str, samples: int = DEFAULT_SAMPLES) -> Outcome:
-    """Run up to ``samples`` samples of entry ``name`` in ``mode`` and ``dtype``."""
+    """Run up to ``samples`` samples of entry ``name`` in ``mode`` and ``dtype``.
+
+    ``dtype`` is a dense dtype (``DTYPES``) or a sparse variant (``VARIANTS``:
+    ``sparse_coo.float32``, ``sparse_csr.float32``), whose samples have that layout.
+    """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; modes are {', '.join(MODES)}")
-    if dtype not in DTYPES:
-        raise ValueError(f"unknown dtype {dtype!r}; dtypes are {', '.join(DTYPES)}")
+    if dtype not in ALL_DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r}; dtypes are {', '.join(ALL_DTYPES)}")
+    layout, value_dtype = sparse_samples.split_variant(dtype)
     start = time.perf_counter()
-    outcome = _run_entry(name, mode, DTYPES[dtype], samples)
+    outcome = _run_entry(name, mode, DTYPES[value_dtype], samples, layout)
     outcome.entry, outcome.mode, outcome.dtype = name, mode, dtype
     outcome.seconds = round(time.perf_counter() - start, 3)
     return outcome
 
 
-def _run_entry(name: str, mode: str, dtype: torch.dtype, samples: int) -> Outcome:
+def _run_entry(
+    name: str, mode: str, dtype: torch.dtype, samples: int, layout: torch.layout = torch.strided
+) -> Outcome:
     op = find_entry(name)
     if dtype not in op.supported_dtypes("cpu"):
         return Outcome(name, mode, str(dtype), "skip", f"the op does not support {dtype} on CPU")
+    if layout != torch.strided and not sparse_samples.supports(op, layout):
+        return Outcome(
+            name, mode, str(dtype), "skip", f"the OpInfo entry does not support {layout}"
+        )
     runner = _compile_sample if mode == "compile" else _eager_sample
     worst = Outcome(name, mode, str(dtype), "skip", "no sample input runs on the CPU")
     try:
-        usable = _usable_samples(op, dtype, samples)
+        usable = _usable_samples(op, dtype, samples, layout)
+    except sparse_samples.NoSparseSamples as none:
+        return Outcome(name, mode, str(dtype), "skip", str(none))
     except _SampleSkipped as skipped:
         return Outcome(name, mode, str(dtype), "skip", str(skipped))
     except Exception as error:
@@ -198,14 +222,21 @@ def _run_sample(op, sample, runner: Callable) -> tuple[str, str]:
     return "pass", ""
 
 
-def _usable_samples(op, dtype: torch.dtype, wanted: int) -> list[dict]:
+def _usable_samples(
+    op, dtype: torch.dtype, wanted: int, layout: torch.layout = torch.strided
+) -> list[dict]:
     """The first ``wanted`` samples the CPU runs, with their CPU results.
 
     Raises ``_SampleSkipped`` for an op whose result changes with the RNG seed:
     random output has no single right answer to compare with.
     """
     found: list[dict] = []
-    for index, sample in enumerate(op.sample_inputs("cpu", dtype, requires_grad=False)):
+    source = (
+        op.sample_inputs("cpu", dtype, requires_grad=False)
+        if layout == torch.strided
+        else sparse_samples.sparse_samples(op, layout, dtype)
+    )
+    for index, sample in enumerate(source):
         if len(found) >= wanted or index >= _SAMPLE_SEARCH_LIMIT:
             break
         arguments = (sample.input, *sample.args)
@@ -226,7 +257,13 @@ def _usable_samples(op, dtype: torch.dtype, wanted: int) -> list[dict]:
 
 
 # The precision a result may also be checked against: the same computation done wider.
-_WIDER = {torch.bfloat16: torch.float32, torch.float16: torch.float32, torch.float32: torch.float64}
+_WIDER = {
+    torch.bfloat16: torch.float32,
+    torch.float16: torch.float32,
+    torch.float32: torch.float64,
+    torch.complex32: torch.complex64,
+    torch.complex64: torch.complex128,
+}
 
 
 def _wide_result(op, args: tuple, kwargs: dict, dtype: torch.dtype):

@@ -176,6 +176,13 @@ class WorkerPool:
         self.max_tasks = max_tasks
         self.startup_timeout = startup_timeout
 
+    def _start_worker(self) -> _Worker:
+        # a second try: on a loaded machine one start can take longer than the limit
+        try:
+            return _Worker(self.startup_timeout)
+        except RuntimeError:
+            return _Worker(self.startup_timeout)
+
     def run(
         self, tasks: Iterable[Task], on_outcome: Callable[[Outcome], None] | None = None
     ) -> list[Outcome]:
@@ -199,7 +206,7 @@ class WorkerPool:
                     if worker is None or not worker.alive() or worker.tasks_done >= self.max_tasks:
                         if worker is not None:
                             worker.stop()
-                        worker = _Worker(self.startup_timeout)
+                        worker = self._start_worker()
                     outcome = worker.run(task, self.timeout)
                     if outcome.status in ("crash", "timeout"):
                         worker.stop()
