@@ -215,3 +215,18 @@ def test_grid_kernel_on_neuron_tensors_runs_natively(monkeypatch):
     got = add_rows(a.to("neuron"), b.to("neuron"))
     assert got.device.type == "neuron"
     torch.testing.assert_close(got.cpu(), a + b, rtol=0, atol=0)
+
+
+def test_compute_on_rows_a_masked_load_left_unloaded_is_refused():
+    @nki.jit
+    def kernel(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        i_p = nl.arange(128)[:, None]
+        i_f = nl.arange(a.shape[1])[None, :]
+        t = nl.load(a[i_p, i_f], mask=(i_p < a.shape[0]))
+        e = nl.exp(t)  # no mask: reads rows 100..127, which nothing wrote
+        nl.store(out[i_p, i_f], value=e, mask=(i_p < a.shape[0]))
+        return out
+
+    with pytest.raises(NKIError, match=r"nki\.isa\.activation at .*reads 224 of the 1024 "):
+        kernel(np.zeros((100, 8), np.float32))
