@@ -44,6 +44,7 @@ CASES = {
     "polar": lambda z, w, x: torch.polar(x.abs(), x),
     "complex": lambda z, w, x: torch.complex(x, x.flip(0)),
     "matmul": lambda z, w, x: z @ w.mT,
+    "vdot_mv_square": lambda z, w, x: torch.vdot(z[0], w[1]) + (z @ w[0]) + z[:, 0] ** 2,
     "exp_log": lambda z, w, x: torch.exp(z) + torch.log(w),
     "sum_cat": lambda z, w, x: torch.cat([z, w], 1).sum(0),
     # a real fill value or real operand has imaginary part 0 (they once got the value twice)

@@ -355,6 +355,31 @@ for _op, _fn in (
     RULES[_op] = _matmul_like(_fn)
 
 
+@rule(aten.vdot.default)
+def _vdot_rule(a, b):
+    # sum(conj(a) * b): the first operand conjugated
+    return _matmul_like(torch.dot)(_conj_rule(a), b)
+
+
+@rule(aten.addmv.default)
+def _addmv_rule(bias, mat, vec, beta=1, alpha=1):
+    product = _alpha(_matmul_like(torch.mv)(mat, vec), alpha)
+    if isinstance(beta, (int, float)) and beta == 0:
+        return product  # PyTorch ignores the bias then (NaN included)
+    return _add_rule(_alpha(bias, beta) if beta != 1 else bias, product)
+
+
+@rule(aten.pow.Tensor_Scalar)
+def _pow_rule(a, exponent):
+    # small positive integer powers (square) as repeated complex products; others decline
+    if not isinstance(a, Pair) or type(exponent) is not int or not 1 <= exponent <= 4:
+        return NotImplemented
+    result = a
+    for _ in range(exponent - 1):
+        result = _complex_mul(result, a)
+    return result
+
+
 @rule(aten.addmm.default)
 def _addmm_rule(bias, a, b, beta=1, alpha=1):
     product = _alpha(_matmul_like(torch.mm)(a, b), alpha)
@@ -485,6 +510,10 @@ COMPONENTWISE = frozenset(
         aten.slice_scatter.default,
         aten.select_scatter.default,
         aten.zero.default,
+        aten.reflection_pad1d.default,
+        aten.reflection_pad2d.default,
+        aten.replication_pad1d.default,
+        aten.replication_pad2d.default,
         torch.ops.prims.squeeze.default,
         torch.ops.prims.broadcast_in_dim.default,
         torch.ops.prims.view_of.default,
