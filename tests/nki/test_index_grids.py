@@ -217,16 +217,25 @@ def test_grid_kernel_on_neuron_tensors_runs_natively(monkeypatch):
     torch.testing.assert_close(got.cpu(), a + b, rtol=0, atol=0)
 
 
-def test_compute_on_rows_a_masked_load_left_unloaded_is_refused():
-    @nki.jit
-    def kernel(a):
+def test_compute_on_rows_a_masked_load_left_unloaded_runs_if_never_stored():
+    """Poison tracking: the rows the load left unloaded are computed on (undefined, as the
+    chip's garbage) and never stored; storing them is refused."""
+
+    def kernel(a, store_all):
         out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
         i_p = nl.arange(128)[:, None]
         i_f = nl.arange(a.shape[1])[None, :]
         t = nl.load(a[i_p, i_f], mask=(i_p < a.shape[0]))
-        e = nl.exp(t)  # no mask: reads rows 100..127, which nothing wrote
-        nl.store(out[i_p, i_f], value=e, mask=(i_p < a.shape[0]))
+        e = nl.exp(t)  # no mask: computes on rows 100..127, which nothing wrote
+        if store_all:
+            nl.store(out[0:100, :], value=e[0:100, :])
+            nl.store(out[0:28, :], value=e[100:128, :])  # STORES UNDEFINED
+        else:
+            nl.store(out[i_p, i_f], value=e, mask=(i_p < a.shape[0]))
         return out
 
-    with pytest.raises(NKIError, match=r"nki\.isa\.activation at .*reads 224 of the 1024 "):
-        kernel(np.zeros((100, 8), np.float32))
+    a = torch.randn(100, 8, generator=torch.Generator().manual_seed(3))
+    got = nki.jit(kernel)(a, False)
+    torch.testing.assert_close(got, torch.exp(a), rtol=1e-6, atol=0)
+    with pytest.raises(NKIError, match=r"nki\.isa\.dma_copy at .*writes 224 undefined elements"):
+        nki.jit(kernel)(a, True)

@@ -225,18 +225,20 @@ def test_kernel_must_return_hbm_and_torch_inputs_are_refused():
         nl.ndarray((2, 2), dtype=nl.float32)
 
 
-def test_reading_memory_no_instruction_wrote():
+def test_storing_values_computed_from_memory_no_instruction_wrote():
     def kernel(x):
         t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
         nisa.memset(t[:, 0:32], 0.0)
         u = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.tensor_copy(u, t)  # UNINIT
-        return x
+        nisa.tensor_copy(u, t)  # computing on undefined elements is allowed
+        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(out, u)  # UNINIT
+        return out
 
     message = _refused(
-        kernel, X, instruction="nki.isa.tensor_copy", marker="UNINIT", limit="uninitialized memory"
+        kernel, X, instruction="nki.isa.dma_copy", marker="UNINIT", limit="undefined elements"
     )
-    assert "reads 4096 of the 8192 elements" in message
+    assert "writes 4096 undefined elements of its 8192" in message
 
 
 def test_accumulating_onto_unwritten_psum_is_refused():

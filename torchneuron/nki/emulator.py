@@ -16,8 +16,14 @@ A tile placed where an earlier one was waits, in the schedule, for the earlier o
 access (write-after-read through reused memory).
 
 ``execute`` then runs the instructions in program order on NumPy arrays: HBM tensors hold the
-kernel's inputs; an instruction reading an element of any other tensor that no earlier
-instruction wrote is refused (hardware would read stale memory).
+kernel's inputs. Every element of every other tensor carries a "defined" bit (poison
+tracking): an element no instruction wrote is undefined (the chip would hold stale data
+there), and an instruction may compute on undefined elements, as on the chip: each output
+element that depends on an undefined input element is undefined too (the instruction's
+``poison`` rule says which; without one, any undefined input makes every output undefined).
+Undefined values are never observed: an instruction that would write one into HBM (a store,
+a kernel output) is refused, naming how many. Accumulating a matmul onto PSUM elements no
+instruction wrote is refused outright (see ``execute``).
 """
 
 from __future__ import annotations
@@ -178,31 +184,72 @@ def initial_state(trace: Trace, bound: dict | None = None) -> dict:
     return state
 
 
+def _undefined_in(undefined: dict, tile) -> np.ndarray:
+    mask = undefined.get(tile.alloc.id)
+    if mask is None:
+        return np.zeros((tile.partitions, tile.free_size), dtype=bool)
+    return mask[tile.numpy_index()].reshape(tile.partitions, -1)
+
+
+def _propagate(instr, masks: list, pstate: dict) -> list:
+    """The undefined bits of each written tile, (partitions, free), from those of the reads."""
+    rule = getattr(instr, "poison", None)
+    if rule is not None:
+        return rule(masks, pstate)
+    tainted = any(m.any() for m in masks)  # no rule: any undefined input taints all outputs
+    return [np.full((t.partitions, t.free_size), tainted, dtype=bool) for t in instr.writes]
+
+
 def execute(trace: Trace, bound: dict | None = None) -> dict:
     """Run every instruction in program order; returns {allocation id: array}.
 
-    An instruction that reads an element no earlier instruction wrote (and that is not a
-    kernel input) is refused: on hardware it would read whatever the memory held."""
+    Poison tracking (module docstring): an instruction may read elements no instruction
+    wrote; what it computes from them is undefined, and an undefined element written into
+    HBM is refused. One read stays refused outright: ``nc_matmul(accumulate=True)`` onto
+    PSUM elements no instruction wrote. The chip adds the product to whatever the bank held,
+    so the first matmul of a chain that accumulates is a bug on the chip whether or not the
+    sum is later stored; refusing it at the matmul names the instruction at fault."""
     state = initial_state(trace, bound)
     written = {
         alloc.id: np.zeros(alloc.shape, dtype=bool)
         for alloc in trace.allocations
         if alloc.initial is None
     }
+    undefined = {alloc_id: ~mask for alloc_id, mask in written.items()}
+    pstate: dict = {}
     for instr in trace.instructions:
-        for tile in instr.reads:
+        for position in getattr(instr, "strict_reads", ()):
+            tile = instr.reads[position]
             mask = written.get(tile.alloc.id)
             if mask is not None and not mask[tile.numpy_index()].all():
                 missing = int((~mask[tile.numpy_index()]).sum())
                 raise refuse(
                     f"nki.isa.{instr.name}",
-                    f"reads {missing} of the {tile.size} elements of {tile.describe()} that no "
-                    f"instruction wrote (uninitialized memory; declared at {tile.alloc.location})",
+                    f"accumulates onto {missing} of the {tile.size} elements of "
+                    f"{tile.describe()} that no instruction wrote (uninitialized memory; "
+                    f"declared at {tile.alloc.location}); write the first product without "
+                    "accumulate=True, or memset the accumulator first",
+                    instr.location,
+                )
+        masks = [_undefined_in(undefined, tile) for tile in instr.reads]
+        results = _propagate(instr, masks, pstate)
+        for tile, result in zip(instr.writes, results, strict=True):
+            if not tile.alloc.on_chip and result.any():
+                count = int(result.sum())
+                raise refuse(
+                    f"nki.isa.{instr.name}",
+                    f"writes {count} undefined elements of its {tile.size} into "
+                    f"{tile.describe()} in HBM: they were computed from memory no instruction "
+                    "wrote (a masked-out load, an unwritten tile); mask the store to the "
+                    "elements that were loaded",
                     instr.location,
                 )
         instr.run(state)
-        for tile in instr.writes:
-            mask = written.get(tile.alloc.id)
-            if mask is not None:
-                mask[tile.numpy_index()] = True
+        for tile, result in zip(instr.writes, results, strict=True):
+            if tile.alloc.id in written:
+                index = tile.numpy_index()
+                written[tile.alloc.id][index] = True
+                undefined[tile.alloc.id][index] = np.asarray(result).reshape(
+                    written[tile.alloc.id][index].shape
+                )
     return state

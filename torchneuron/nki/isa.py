@@ -8,10 +8,11 @@ dtypes) and raises ``NKIError`` naming the instruction, the kernel line and the 
 it appends the instruction to the trace. Nothing is computed until the emulator runs the
 trace: each instruction carries a function that performs it on NumPy arrays with the
 engine's numerics (float32 arithmetic, one rounding to the output dtype; PSUM accumulation
-in float32).
+in float32), and a poison rule: which output elements are undefined when some of the
+elements it reads were never written (emulator.execute).
 
 Why this file is long: it is the one table of instructions, each with its checks, its
-NumPy semantics and its cost inputs side by side so a reader sees an instruction whole.
+NumPy semantics, its poison rule and its cost inputs side by side so a reader sees an instruction whole.
 """
 
 from __future__ import annotations
@@ -177,7 +178,41 @@ def write(state: dict, tile: Tile, values: np.ndarray) -> None:
     state[tile.alloc.id][tile.numpy_index()] = out
 
 
-def _record(instr, eng, reads, writes, run, **cost) -> None:
+# -- poison rules (emulator.execute): which output elements are undefined, from the undefined
+# bits of the read tiles, each (partitions, free) in the order of the recorded reads.
+
+
+def _poison_flat(masks, pstate, writes):
+    """Copies (DMA, tensor_copy, reciprocal): element i of dst from element i of each read."""
+    shape = (writes[0].partitions, writes[0].free_size)
+    out = np.zeros(shape, dtype=bool)
+    for mask in masks:
+        out |= mask.reshape(shape)
+    return [out]
+
+
+def _broadcast_or(masks, shape):
+    out = np.zeros(shape, dtype=bool)
+    for mask in masks:
+        out |= np.broadcast_to(mask, shape)  # (partitions, 1) operands broadcast along free
+    return out
+
+
+def _poison_elementwise(masks, pstate, writes):
+    """Same positions; a (partitions, 1) second output (a row reduction) takes its row."""
+    shape = (writes[0].partitions, writes[0].free_size)
+    out = _broadcast_or(masks, shape)
+    return [out] + [out.any(axis=1, keepdims=True) for _ in writes[1:]]
+
+
+def _poison(rule, writes):
+    return lambda masks, pstate: rule(masks, pstate, writes)
+
+
+def _record(instr, eng, reads, writes, run, poison=None, strict_reads=(), **cost) -> None:
+    """``poison(masks, pstate)``: the undefined bits of each written tile (emulator.execute);
+    None: any undefined input makes every output undefined. ``strict_reads``: positions of
+    the recorded (tile) reads whose unwritten elements are refused outright."""
     trace = _trace.current()
     for role, tiles in (("a read operand", reads), ("a written operand", writes)):
         for tile in tiles:
@@ -194,6 +229,9 @@ def _record(instr, eng, reads, writes, run, **cost) -> None:
             cost=cost,
         )
     )
+    # Set as attributes: the Instruction record (trace.py) holds what every consumer needs.
+    trace.instructions[-1].poison = poison
+    trace.instructions[-1].strict_reads = strict_reads
 
 
 def _rate_dtype(*tiles) -> str:
@@ -261,6 +299,7 @@ def dma_copy(
         (src, dst) if rmw else (src,),
         (dst,),
         run,
+        poison=_poison(_poison_flat, (dst,)),
         bytes=max(src.nbytes, dst.nbytes),
         hbm=hbm,
     )
@@ -282,7 +321,16 @@ def tensor_copy(dst, src, engine=engine.unknown, name=None):
         else:
             write(state, dst, read(state, src, np.int64).reshape(src.partitions, -1))
 
-    _record(instr, eng, (src,), (dst,), run, free=src.free_size, dtype=_rate_dtype(src, dst))
+    _record(
+        instr,
+        eng,
+        (src,),
+        (dst,),
+        run,
+        poison=_poison(_poison_flat, (dst,)),
+        free=src.free_size,
+        dtype=_rate_dtype(src, dst),
+    )
 
 
 def memset(dst, value, engine=engine.unknown, name=None):
@@ -353,7 +401,14 @@ def affine_select(
         write(state, dst, np.where(predicate, read_2d(state, src), np.float32(on_false_value)))
 
     _record(
-        instr, _trace.GPSIMD, (src,), (dst,), run, free=dst.free_size, dtype=_rate_dtype(src, dst)
+        instr,
+        _trace.GPSIMD,
+        (src,),
+        (dst,),
+        run,
+        poison=_poison(_poison_elementwise, (dst,)),
+        free=dst.free_size,
+        dtype=_rate_dtype(src, dst),
     )
 
 
@@ -418,6 +473,13 @@ def nc_matmul(
         )
     add = bool(accumulate)
 
+    def poison(masks, pstate):
+        # dst[i, j] = sum_k stationary[k, i] * moving[k, j]
+        out = masks[0].any(axis=0)[:, None] | masks[1].any(axis=0)[None, :]
+        if add:
+            out = out | masks[2]
+        return [out]
+
     def run(state):
         product = read_2d(state, stationary).T @ read_2d(state, moving)
         if add:
@@ -430,6 +492,8 @@ def nc_matmul(
         (stationary, moving, dst) if add else (stationary, moving),
         (dst,),
         run,
+        poison=poison,
+        strict_reads=(2,) if add else (),
         columns=n,
         dtype=_wider(stationary, moving),
     )
@@ -460,10 +524,22 @@ def nc_transpose(dst, data, engine=engine.unknown, name=None):
     def run(state):
         write(state, dst, read_2d(state, data).T)
 
+    def poison(masks, pstate):
+        return [masks[0].T]
+
     if eng == _trace.TENSOR:
-        _record(instr, eng, (data,), (dst,), run, columns=p, dtype=data.dtype.name)
+        _record(instr, eng, (data,), (dst,), run, poison=poison, columns=p, dtype=data.dtype.name)
     else:
-        _record(instr, eng, (data,), (dst,), run, free=f, dtype=_rate_dtype(data, dst))
+        _record(
+            instr,
+            eng,
+            (data,),
+            (dst,),
+            run,
+            poison=poison,
+            free=f,
+            dtype=_rate_dtype(data, dst),
+        )
 
 
 # -- ScalarE -------------------------------------------------------------------------------
@@ -526,6 +602,19 @@ def activation(
                 regs[:rows] += written.sum(axis=1, dtype=np.float32)
             write(state, reduce_res, regs[:rows].reshape(rows, 1))
 
+    def poison(masks, pstate):
+        out = _broadcast_or(masks, (dst.partitions, dst.free_size))
+        if reduce_res is None:
+            return [out]
+        # The reduction registers carry undefined bits across instructions, as their sums.
+        regs = pstate.setdefault("scalar_reduce_regs", np.zeros(128, dtype=bool))
+        rows = out.shape[0]
+        if cmd.value in ("reset", "reset_reduce"):
+            regs[:] = False
+        if cmd.value in ("reduce", "reset_reduce"):
+            regs[:rows] |= out.any(axis=1)
+        return [out, regs[:rows].reshape(rows, 1).copy()]
+
     reads = (data, bias, scale)
     writes = (dst,) if reduce_res is None else (dst, reduce_res)
     _record(
@@ -534,6 +623,7 @@ def activation(
         reads,
         writes,
         run,
+        poison=poison,
         free=data.free_size,
         dtype=_rate_dtype(data, dst),
         op=op.name,
@@ -595,6 +685,7 @@ def tensor_tensor(dst, data1, data2, op, engine=engine.unknown, name=None):
         (data1, data2),
         (dst,),
         run,
+        poison=_poison(_poison_elementwise, (dst,)),
         free=dst.free_size,
         dtype=_rate_dtype(data1, data2, dst),
         op=alu.name,
@@ -658,6 +749,7 @@ def tensor_scalar(
         (data, operand0, operand1),
         (dst,),
         run,
+        poison=_poison(_poison_elementwise, (dst,)),
         free=data.free_size,
         dtype=_rate_dtype(data, dst),
         op=first.name,
@@ -703,12 +795,17 @@ def tensor_reduce(dst, op, data, axis, negate=False, keepdims=False, name=None):
                 result = -result
         write(state, dst, result)
 
+    def poison(masks, pstate):
+        # The reduced axes are the trailing free axes: each dst element reduces one run.
+        return [masks[0].reshape(data.partitions, kept, -1).any(axis=2)]
+
     _record(
         instr,
         _trace.VECTOR,
         (data,),
         (dst,),
         run,
+        poison=poison,
         free=data.free_size,
         dtype=_rate_dtype(data),
         op=alu.name,
@@ -759,6 +856,7 @@ def select_reduce(
         (predicate, on_true, on_false),
         writes,
         run,
+        poison=_poison(_poison_elementwise, writes),
         free=dst.free_size,
         dtype=_rate_dtype(on_true, dst),
     )
@@ -796,6 +894,7 @@ def scalar_tensor_tensor(
         (data, operand0, operand1),
         (dst,),
         run,
+        poison=_poison(_poison_elementwise, (dst,)),
         free=data.free_size,
         dtype=_rate_dtype(data, operand1, dst),
         op=f"{first.name},{second.name}",
@@ -850,6 +949,7 @@ def tensor_scalar_reduce(
     recorded.name = instr
     recorded.run = run
     recorded.writes = (*recorded.writes, result)
+    recorded.poison = _poison(_poison_elementwise, recorded.writes)
 
 
 def tensor_partition_reduce(dst, op, data, name=None):
@@ -876,6 +976,9 @@ def tensor_partition_reduce(dst, op, data, name=None):
                 values = values / np.float32(data.partitions)
         write(state, dst, values.reshape(1, -1))
 
+    def poison(masks, pstate):
+        return [masks[0].any(axis=0, keepdims=True)]
+
     # The lanes combine partitions: cost as streaming all partitions' elements.
     _record(
         instr,
@@ -883,6 +986,7 @@ def tensor_partition_reduce(dst, op, data, name=None):
         (data,),
         (dst,),
         run,
+        poison=poison,
         free=data.free_size,
         dtype=_rate_dtype(data, dst),
         op=alu.name,
@@ -908,6 +1012,7 @@ def reciprocal(dst, data, name=None):
         (data,),
         (dst,),
         run,
+        poison=_poison(_poison_flat, (dst,)),
         free=data.free_size,
         dtype=_rate_dtype(data, dst),
     )
