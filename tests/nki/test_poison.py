@@ -187,3 +187,39 @@ def test_memset_makes_elements_defined_again():
     want = 2 * a
     want[3, 5] = 0.0
     torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+def test_scalar_reduction_registers_carry_an_undefined_row_across_instructions():
+    def kernel(a, b, store_row_3):
+        out = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        t = _tile_with_holes(a, [(3, 5)])
+        u = nl.load(b)
+        e = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+        s = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(e, nl.exp, t, reduce_op=nl.add, reduce_res=s)
+        # reduce_cmd=reduce adds to the registers: row 3 still holds t's undefined sum
+        nisa.activation(
+            e, nl.exp, u, reduce_op=nl.add, reduce_res=s, reduce_cmd=nisa.reduce_cmd.reduce
+        )
+        nisa.dma_copy(out[0:3, :], s[0:3, :])
+        nisa.dma_copy(out[4:128, :], s[4:128, :])
+        if store_row_3:
+            nisa.dma_copy(out[3:4, :], s[3:4, :])  # REGISTERS
+        return out
+
+    gen = torch.Generator().manual_seed(8)
+    a, b = torch.randn(128, 8, generator=gen), torch.randn(128, 8, generator=gen)
+    got = torch.from_numpy(nki.simulate(kernel)(a.numpy(), b.numpy(), False))
+    want = torch.exp(a).sum(dim=1, keepdim=True) + torch.exp(b).sum(dim=1, keepdim=True)
+    keep = torch.arange(128) != 3
+    torch.testing.assert_close(got[keep], want[keep], rtol=1e-5, atol=1e-5)
+    message = _refusal(kernel, a.numpy(), b.numpy(), True)
+    assert _line("# REGISTERS") in message and "writes 1 undefined elements" in message
+
+
+def test_docs_style_kernel_on_neuron_tensors_runs_natively(monkeypatch):
+    monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
+    a = torch.randn(200, 16, generator=torch.Generator().manual_seed(9))
+    got = exp_rows(a.to("neuron"))
+    assert got.device.type == "neuron"
+    torch.testing.assert_close(got.cpu(), torch.exp(a) * a, rtol=1e-6, atol=1e-6)
