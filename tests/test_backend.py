@@ -226,3 +226,18 @@ def test_empty_outputs_are_made_at_call_time(monkeypatch):
     torch.testing.assert_close(got[0], want[0])
     torch.testing.assert_close(mean_compiled, mean)
     torch.testing.assert_close(var_compiled, var)
+
+
+def test_complex_pinv_is_refused_even_with_fallback_on(monkeypatch):
+    # AOTAutograd's runtime returns wrong values for complex pinv with any backend
+    # (aot_eager included), so a CPU fallback inside the graph would be wrong too.
+    monkeypatch.delenv("TORCHNEURON_NO_FALLBACK", raising=False)
+    torch._dynamo.reset()
+    a = torch.randn(3, 4, dtype=torch.complex64)
+    with pytest.raises(Exception, match=r"linalg_pinv.*complex64\[3, 4\][\s\S]*wrong values"):
+        torch.compile(torch.linalg.pinv, backend="neuron", fullgraph=True)(a)
+    torch._dynamo.reset()
+    real = torch.randn(3, 4)  # real pinv is unaffected: a warned CPU fallback, right values
+    with pytest.warns(UserWarning, match="runs on the CPU"):
+        got = torch.compile(torch.linalg.pinv, backend="neuron", fullgraph=True)(real)
+    torch.testing.assert_close(got, torch.linalg.pinv(real), rtol=1e-4, atol=1e-4)

@@ -32,7 +32,12 @@ from torchneuron import collective_graphs, settings
 from torchneuron.compiler import buckets, dynamic, tensors
 from torchneuron.compiler.pipeline import CompiledGraph, compile_graph
 from torchneuron.errors import TorchNeuronError
-from torchneuron.lowering import DynamicShapeError, LoweringError, decomposition_table
+from torchneuron.lowering import (
+    DynamicShapeError,
+    LoweringError,
+    UnsupportedOpError,
+    decomposition_table,
+)
 from torchneuron.lowering.complex_graph import PairedGraph, graph_has_complex
 from torchneuron.lowering.fx_to_torch import EmptyOutput
 from torchneuron.lowering.rules.random import is_random_state, seed_random_ops
@@ -175,6 +180,7 @@ def _compile_or_fallback(
             _compile_dynamic_or_per_shape(gm, example_inputs, name, opts, inference)
         )
     if graph_has_complex(gm):
+        _refuse_wrong_under_aot_autograd(gm)
         # complex values as real pairs, FFTs as DFT matmuls (lowering/complex_graph.py)
         compile_real = lambda real, inputs: _compile_or_fallback(real, inputs, name, opts)  # noqa: E731
         try:
@@ -207,6 +213,32 @@ def _compile_or_fallback(
         return _graph_on_cpu(gm, name, exc)
     random_key = bool(seeded and seeded.takes_key)
     return make_boxed_func(NeuronGraphFunction(compiled, opts.core, random_key, _output_device(gm)))
+
+
+# Complex ops whose results AOTAutograd's runtime gets wrong whatever the backend
+# (torch.compile(backend="aot_eager") of torch.linalg.pinv on complex64 differs from
+# eager by more than 1 on torch 2.13), so neither our lowering nor a CPU fallback inside
+# the compiled graph could give the right answer: refused, never a silent wrong value.
+_WRONG_UNDER_AOT_AUTOGRAD = ("linalg_pinv",)
+
+
+def _refuse_wrong_under_aot_autograd(gm: torch.fx.GraphModule) -> None:
+    for node in gm.graph.nodes:
+        packet = getattr(node.target, "_opname", None)  # aten overloads only
+        if node.op == "call_function" and packet in _WRONG_UNDER_AOT_AUTOGRAD:
+            raise UnsupportedOpError(
+                str(node.target),
+                [_type_text(a.meta.get("val")) for a in node.all_input_nodes],
+                detail="refused for complex values under torch.compile: PyTorch's "
+                "AOTAutograd returns wrong values for it with any backend; call it outside "
+                "the compiled region (torch.compiler.disable) or in eager mode",
+            )
+
+
+def _type_text(value) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"{value.dtype}{list(value.shape)}".removeprefix("torch.")
+    return type(value).__name__
 
 
 def _graph_on_cpu(gm: torch.fx.GraphModule, name: str, exc: LoweringError):
