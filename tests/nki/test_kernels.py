@@ -343,7 +343,7 @@ def test_library_kernels_on_neuron_tensors_in_eager_mode(name, monkeypatch):
     torch.testing.assert_close(y.cpu(), reference(*inputs), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("name", ["softmax", "swiglu_mlp", "causal_attention"])
+@pytest.mark.parametrize("name", list(TORCH_CASES))
 def test_library_kernels_inside_torch_compile(name, monkeypatch):
     monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
     _, kernel, inputs, constants, reference = TORCH_CASES[name]
