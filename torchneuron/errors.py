@@ -18,3 +18,20 @@ def one_line(error: BaseException) -> str:
     """The error's message on one line (what a front end prints), never empty."""
     text = " ".join(str(error).split())
     return text or type(error).__name__
+
+
+class CpuFallbackWarning(RuntimeWarning, UserWarning):
+    """Work ran on the CPU, not on the NeuronCore, because it could not be compiled.
+
+    Both a ``RuntimeWarning`` (what the eager device has always warned with) and a
+    ``UserWarning`` (what the torch.compile backend has always warned with), so filters
+    written for either keep working.
+
+    ``where`` names the graph or op; ``reason`` says why, on one line. Tools (the
+    conformance runner, reports) read these fields, never the message's text.
+    """
+
+    def __init__(self, message: str, where: str, reason: str):
+        super().__init__(message)
+        self.where = where
+        self.reason = reason
