@@ -139,7 +139,7 @@ def bench_add(repeats: int) -> None:
     inputs = [arrays.host_array(a), arrays.host_array(b)] + [
         np.asarray(1, dtype=dtype) for dtype in entry.scalar_dtypes
     ]
-    runtime = per_call_seconds(lambda: entry.compiled.execute(0, inputs), 300, repeats)
+    runtime = per_call_seconds(lambda: entry.program.execute(0, inputs), 300, repeats)
     print("add (16x16 f32), compiled-op cache hit")
     names = {None: "", False: ", fusion off", True: ", fusion on"}
     print(

@@ -76,34 +76,73 @@ def test_corrupt_entry_is_recompiled_and_replaced(tmp_path):
     cache = NeffCache(tmp_path)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        compiled = eager.compile_op("test::negate", key, specs, negate, 1, cache=cache)
+        program = eager.compile_op(
+            "test::negate", key, specs, negate, 1, cache=cache, load=_loaded_on_core_0
+        )
     assert traced == [1, 1] and cache.stats.corrupt == 1
     assert sum("corrupt NEFF cache entry" in str(w.message) for w in caught) == 1
-    (out,) = compiled.execute(0, [np.arange(3, dtype=np.float32)])
+    (out,) = program.execute(0, [np.arange(3, dtype=np.float32)])
     np.testing.assert_array_equal(out, [-0.0, -1.0, -2.0])
-    compiled.unload()
+    program.unload()
 
 
-def test_compile_op_names_inputs_after_the_call_and_runs_on_a_core():
+def _loaded_on_core_0(compiled):
+    """``compile_op``'s ``load``: the program resident on core 0, as the device loads it."""
+    from torchneuron.device import programs
+
+    program = programs.ResidentProgram(compiled)
+    program.program_on(0)
+    return program
+
+
+def test_compile_op_takes_the_call_inputs_in_order_and_runs_on_a_core():
     import numpy as np
 
     import torchneuron  # noqa: F401
+    from torchneuron.device import programs
+    from torchneuron.neff import read_neff
 
     specs = [
         eager.TensorSpec((2, 3), (3, 1), torch.float32),
         eager.TensorSpec((), (), torch.float64),
     ]
-    compiled = eager.compile_op(
+    program = programs.compile_resident(
         "test::scaled_sub",
         ("test-scaled-sub", 1),
         specs,
         lambda a, s: (torch.ops.aten.sub.Tensor(a, s),),
         1,
+        0,
     )
-    assert set(compiled.input_order) == {0, 1}
+    inputs = read_neff(program.compiled.neff).manifest["signature"]["inputs"]
+    assert [(i["shape"], i["dtype"]) for i in inputs] == [([2, 3], "float32"), ([], "float64")]
+    assert 0 in program.loaded  # loaded on the caller's core as part of the lookup
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
-    (out,) = compiled.execute(0, [a, np.asarray(1.5)])
+    (out,) = program.execute(0, [a, np.asarray(1.5)])
     np.testing.assert_allclose(out, a - 1.5)
-    assert 0 in compiled.loaded
-    compiled.unload()
-    assert not compiled.loaded
+    program.unload()
+    assert not program.loaded
+
+
+def test_a_cached_neff_whose_inputs_are_not_the_calls_is_recompiled(tmp_path):
+    # The cache entry under this key is another program (inputs swapped): a miss.
+    import warnings
+
+    specs = [
+        eager.TensorSpec((2, 3), (3, 1), torch.float32),
+        eager.TensorSpec((3,), (1,), torch.float32),
+    ]
+    cache = NeffCache(tmp_path)
+    key = ("test-swapped", 1)
+    add = lambda a, b: (torch.ops.aten.add.Tensor(a, b),)  # noqa: E731
+    right = eager.compile_op("test::add", key, specs, add, 1, cache=cache)
+    wrong = eager.compile_op(
+        "test::add", ("other", 2), list(reversed(specs)), lambda b, a: add(a, b), 1, cache=cache
+    )
+    cache.put(right.key, wrong.neff)
+    cache.clear_memory()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        healed = eager.compile_op("test::add", key, specs, add, 1, cache=cache)
+    assert healed.neff != wrong.neff
+    assert any("are not the op's inputs" in str(w.message) for w in caught), caught

@@ -12,8 +12,7 @@ import threading
 import pytest
 import torch
 
-from torchneuron.compiler import eager
-from torchneuron.device import streams
+from torchneuron.device import programs, streams
 
 
 class Gate:
@@ -245,7 +244,7 @@ def test_record_stream_keeps_a_tensor_until_the_streams_work_ran(gate_after_warm
 @pytest.fixture
 def failing_op(monkeypatch):
     """Make executions of ``aten::neg`` programs raise, as a failing program would."""
-    real = eager.CompiledOp.execute
+    real = programs.ResidentProgram.execute
 
     def execute(self, core, flat_inputs):
         if self.name.startswith("aten::neg"):
@@ -254,7 +253,7 @@ def failing_op(monkeypatch):
 
     x = torch.ones(5, device="neuron")
     warm(lambda: -x)
-    monkeypatch.setattr(eager.CompiledOp, "execute", execute)
+    monkeypatch.setattr(programs.ResidentProgram, "execute", execute)
     return x
 
 

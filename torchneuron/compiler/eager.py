@@ -11,12 +11,14 @@
    StableHLO -> passes -> NEFF), through the shared ``NeffCache`` (memory LRU +
    disk), keyed on the op and everything about the call that shapes the program;
    on a disk hit nothing is traced at all;
-3. load the NEFF on the caller's core before returning it (``torchneuron.runtime.load_neff``),
-   on any other core on first use there. Loading is part of the cache lookup: an entry
-   from the cache that does not load (or whose inputs do not match the op) is recompiled.
+3. check the NEFF's signature against the call: a per-op program takes the call's flat
+   inputs in call order, each with the spec's shape and dtype (a NEFF from the cache
+   that does not is a miss, recompiled), then hand it to the caller's ``load`` (the
+   device loads it on a core: ``torchneuron.device.programs``). Loading is part of the
+   cache lookup: an entry the caller cannot load is recompiled.
 
-The program's inputs are named after the trace's placeholders (``arg<i>_1``),
-which is how a cached NEFF's inputs are matched back to the call's tensors.
+``CompiledOp`` is what the compiler produced, nothing more: which cores hold it loaded
+is the device's business.
 """
 
 from __future__ import annotations
@@ -25,16 +27,16 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
-import numpy as np
 import torch
 
 from torchneuron.compiler.cache import NeffCache, get_default_cache, key_for
 from torchneuron.errors import TorchNeuronError
 
-_PLACEHOLDER_NAME = re.compile(r"arg(\d+)_1")
+# what a caller's ``load`` makes of a compiled op (the device: a program loaded on a core)
+Loaded = TypeVar("Loaded")
 
 
 class OpCompileError(TorchNeuronError):
@@ -65,50 +67,18 @@ class CompileTimings:
     load: float = 0.0
 
 
-@dataclass
+@dataclass(frozen=True)
 class CompiledOp:
-    """One op call compiled: NEFF bytes plus the mapping of its inputs and outputs."""
+    """One op call compiled: the NEFF and its key. Its inputs are the call's flat inputs
+    in call order (``compile_op`` checks the signature), its outputs ``output_count``."""
 
     name: str
     key: str
     neff: bytes
-    # input_order[j] = index into the call's flat inputs of the program's j-th input
-    input_order: tuple[int, ...]
     output_count: int
-    loaded: dict[int, Any] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def program_on(self, core: int):
-        """The ``LoadedNeff`` for device ``core``, loading it there on first use."""
-        program = self.loaded.get(core)
-        if program is None:
-            with self._lock:
-                program = self.loaded.get(core)
-                if program is None:
-                    from torchneuron.runtime import load_neff
-
-                    start = time.perf_counter()
-                    program = load_neff(self.neff, core=core)
-                    last_timings.load = time.perf_counter() - start
-                    self.loaded[core] = program
-        return program
-
-    def execute(self, core: int, flat_inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        program = self.loaded.get(core) or self.program_on(core)
-        order = self.input_order
-        # Inputs and outputs are device tensors, charged to HBM already.
-        return program.execute([flat_inputs[i] for i in order], resident=True)
-
-    def unload(self) -> None:
-        with self._lock:
-            for program in self.loaded.values():
-                program.unload()
-            self.loaded.clear()
 
 
 last_timings = CompileTimings()
-_live_ops: dict[str, CompiledOp] = {}
-_live_lock = threading.Lock()
 
 
 def compile_op(
@@ -120,10 +90,11 @@ def compile_op(
     *,
     target: str | None = None,
     cache: NeffCache | None = None,
-    core: int = 0,
-) -> CompiledOp:
-    """Compile ``traced_fn`` (flat tensors -> tuple of tensors) for inputs like ``specs``,
-    loaded on device ``core`` (other cores load it on first use).
+    load: Callable[[CompiledOp], Loaded] | None = None,
+) -> CompiledOp | Loaded:
+    """Compile ``traced_fn`` (flat tensors -> tuple of tensors) for inputs like ``specs``;
+    ``load(compiled)``'s result when ``load`` is given (the device loads the program on a
+    core), else the ``CompiledOp``.
 
     Raises ``OpCompileError`` (``unsupported=True`` when the lowering has no rule
     for an op in the graph) so the caller can run the op on the CPU instead. A NEFF
@@ -144,16 +115,12 @@ def compile_op(
 
         return in_clean_thread(trace_and_compile)
 
-    def load(neff: bytes) -> CompiledOp:
-        input_order = _input_order(op_name, neff, len(specs))
-        compiled = CompiledOp(op_name, key, neff, input_order, output_count)
-        compiled.program_on(core)
-        return compiled
+    def checked(neff: bytes) -> CompiledOp | Loaded:
+        _check_signature(op_name, neff, specs)
+        compiled = CompiledOp(op_name, key, neff, output_count)
+        return load(compiled) if load is not None else compiled
 
-    compiled = cache.get_or_compile(key, compile_now, load=load)
-    with _live_lock:
-        _live_ops[key] = compiled
-    return compiled
+    return cache.get_or_compile(key, compile_now, load=checked)
 
 
 def in_clean_thread(fn: Callable[[], Any]) -> Any:
@@ -245,32 +212,14 @@ def _program_name(op_name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.]", "_", op_name.replace("::", "."))
 
 
-def _input_order(op_name: str, neff: bytes, input_count: int) -> tuple[int, ...]:
+def _check_signature(op_name: str, neff: bytes, specs: Sequence[TensorSpec]) -> None:
+    """Refuse a NEFF whose inputs are not the call's flat inputs in call order."""
     from torchneuron.neff import read_neff
 
-    manifest = read_neff(neff).manifest
-    order = []
-    for entry in manifest.get("signature", {}).get("inputs", []):
-        match = _PLACEHOLDER_NAME.fullmatch(str(entry.get("name")))
-        if match is None or int(match.group(1)) >= input_count:
-            raise OpCompileError(
-                op_name, f"the NEFF's input {entry.get('name')!r} matches no input of the op"
-            )
-        order.append(int(match.group(1)))
-    return tuple(order)
-
-
-def unload_all() -> None:
-    """Unload every compiled op from every core (``torch.neuron.empty_cache``)."""
-    with _live_lock:
-        ops = list(_live_ops.values())
-    for op in ops:
-        op.unload()
-
-
-def forget(compiled: CompiledOp) -> None:
-    """Drop ``compiled`` (evicted from the caller's cache): unload it everywhere."""
-    with _live_lock:
-        if _live_ops.get(compiled.key) is compiled:
-            del _live_ops[compiled.key]
-    compiled.unload()
+    inputs = read_neff(neff).manifest.get("signature", {}).get("inputs", [])
+    expected = [(list(spec.shape), str(spec.dtype).removeprefix("torch.")) for spec in specs]
+    found = [(entry.get("shape"), entry.get("dtype")) for entry in inputs]
+    if found != expected:
+        raise OpCompileError(
+            op_name, f"the NEFF's inputs {found} are not the op's inputs {expected}"
+        )

@@ -13,15 +13,16 @@ that cannot be compiled is remembered as ``HostOnly`` and runs on the CPU.
 
 from __future__ import annotations
 
+import enum
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
-from torchneuron.device import _C, arrays, complex_route, fallback, stream_api, streams
+from torchneuron.device import _C, arrays, complex_route, fallback, programs, stream_api, streams
 from torchneuron.device.host import run_on_host
 from torchneuron.device.launch import Launch
 from torchneuron.device.plan import (
@@ -37,25 +38,40 @@ from torchneuron.lru import LRU
 COMPILED_CACHE_ENTRIES = 4096
 
 
+class EntryKind(enum.Enum):
+    """What a call signature's cache entry says to do: the one decision of this route.
+
+    Made once per signature (``_new_entry``) and read from the cache after; ``_RUNNERS``
+    maps each kind to the function that runs the call.
+    """
+
+    PROGRAM = "program"  # a compiled program on the NeuronCore (``Entry``)
+    COMPLEX = "complex"  # complex values, as real ops on real pairs (``complex_route``)
+    FALLBACK = "fallback"  # no program: the CPU kernel, recorded as a CPU fallback
+    HOST = "host"  # the output shape depends on values: the CPU kernel, by design
+    # the shape function refused the call: the CPU kernel decides (never cached as such)
+    REJECTED = "rejected"
+
+
 class HostOnly:
     """Cache entry for a call signature that runs on the CPU, with the reason.
 
-    ``data_dependent`` calls (output shape depends on values, e.g. boolean-mask
-    indexing) run on the host by design, without a fallback warning.
+    ``HOST`` calls (output shape depends on values, e.g. boolean-mask indexing) run on
+    the host by design, without a fallback warning.
     """
 
-    __slots__ = ("data_dependent", "reason")
+    __slots__ = ("kind", "reason")
 
-    def __init__(self, reason: str, data_dependent: bool = False):
+    def __init__(self, reason: str, kind: EntryKind = EntryKind.FALLBACK):
         self.reason = reason
-        self.data_dependent = data_dependent
+        self.kind = kind
 
 
 @dataclass
 class Entry:
     """A compiled op call: its program and how to turn program outputs into results."""
 
-    compiled: Any  # torchneuron.compiler.eager.CompiledOp
+    program: programs.ResidentProgram
     scalar_dtypes: tuple[np.dtype, ...]
     # (shape, stride, dtype) of each new output tensor, in return order (None: an undefined return)
     fresh: tuple[tuple | None, ...]
@@ -72,6 +88,8 @@ class Entry:
     # ``fresh_metas`` in the native layer's form (``_C.capture_launch`` reads it)
     native_metas: Any = None
 
+    kind = EntryKind.PROGRAM
+
     def __post_init__(self) -> None:
         self.fresh_metas = tuple(meta for meta in self.fresh if _computed(meta))
         self.native_metas = _C.output_metas(self.fresh_metas)
@@ -84,15 +102,13 @@ def _computed(meta: tuple | None) -> bool:
 
 def _unload(key: tuple, entry: Entry | HostOnly) -> None:
     if isinstance(entry, Entry):
-        from torchneuron.compiler import eager
-
-        eager.forget(entry.compiled)
+        programs.forget(entry.program)
 
 
-# The entry of a call signature with complex values (``complex_route``).
-COMPLEX_VALUES = HostOnly("complex values run as real pairs")
+# The entry of every call signature with complex values.
+COMPLEX_VALUES = HostOnly("complex values run as real pairs", EntryKind.COMPLEX)
 
-# call signature -> Entry, HostOnly or COMPLEX_VALUES
+# call signature -> Entry or HostOnly
 cache: LRU[tuple, Entry | HostOnly] = LRU(COMPILED_CACHE_ENTRIES, on_evict=_unload)
 
 
@@ -101,46 +117,38 @@ def run_compiled(
 ) -> Any:
     """Run one call (``device``, ``key``, ``tensors``, ``scalars`` from ``plan.flatten``)."""
     entry = cache.get(key)
-    if entry is None and complex_route.touches_complex(plan, values):
-        entry = COMPLEX_VALUES  # real ops on real pairs (complex_route)
-        cache.put(key, entry)
-    if entry is COMPLEX_VALUES:
-        return complex_route.run_complex(plan, values, tensors, device)
     if entry is None:
+        entry = _new_entry(plan, values, key, tensors, scalars, device)
+    return _RUNNERS[entry.kind](plan, values, device, key, entry, tensors, scalars)
+
+
+def _new_entry(
+    plan: OpPlan, values: list, key: tuple, tensors: list, scalars: list, device: int
+) -> Entry | HostOnly:
+    """The entry of a signature not seen before, cached (but a ``REJECTED`` one)."""
+    if complex_route.touches_complex(plan, values):
+        entry: Entry | HostOnly = COMPLEX_VALUES
+    else:
         try:
             entry = _compile(plan, values, key, tensors, scalars, device)
         except MetaRejected as rejection:
-            # The shape function refused the call: the CPU kernel decides. It raises
-            # PyTorch's own error for a bad call; if it accepts, this signature runs on host.
-            result = run_on_host(plan, values, tensors, device)
-            cache.put(key, HostOnly(rejection.reason))
-            fallback.record_fallback(plan.name, rejection.reason)
-            return result
-    if type(entry) is HostOnly:
-        if not entry.data_dependent:
-            fallback.record_fallback(plan.name, entry.reason)
-        return run_on_host(plan, values, tensors, device)
+            return HostOnly(rejection.reason, EntryKind.REJECTED)
+    cache.put(key, entry)
+    return entry
+
+
+def _run_program(
+    plan: OpPlan, values: list, device: int, key: tuple, entry: Entry, tensors: list, scalars: list
+) -> Any:
     if entry.divisor is not None:
         streams.synchronize(device)  # the divisor's value is read: after the queued ops
         _check_divisor(values[entry.divisor])
-    scalar_arrays = []
-    if scalars:
-        for value, dtype in zip(scalars, entry.scalar_dtypes):
-            if type(value) is int and tensors and not _fits_tensor(value, tensors[0].dtype):
-                if plan.op._schema.name in _VALUE_WRITES:  # PyTorch refuses the overflow
-                    result = run_on_host(plan, values, tensors, device)
-                    fallback.record_fallback(plan.name, f"the scalar {value!r} overflows")
-                    return result
-                # PyTorch casts a number to the integer tensor's dtype first, wrapping it:
-                # remainder(int32 1, 2**53 + 1) is 1 % 1
-                value = _wrapped(value, tensors[0].dtype)
-            if dtype.kind in "iub" and not _fits(value, dtype):
-                # fill_(nan) into int64: the CPU kernel raises PyTorch's error (a plain
-                # cast here would wrap or saturate)
-                result = run_on_host(plan, values, tensors, device)
-                fallback.record_fallback(plan.name, f"the scalar {value!r} does not fit {dtype}")
-                return result
-            scalar_arrays.append(np.asarray(value, dtype=dtype))
+    try:
+        scalar_arrays = _scalar_arrays(plan, entry, tensors, scalars)
+    except _ScalarRefused as refusal:  # this value only: the CPU kernel decides
+        result = run_on_host(plan, values, tensors, device)
+        fallback.record_fallback(plan.name, refusal.reason)
+        return result
     if streams.runs_here() or entry.checked or _resizes(plan, values, entry):
         # Synchronous: after the queued ops, on this thread, errors raised here. An out=
         # argument of another shape is an input of the program as it is, and is resized
@@ -148,22 +156,83 @@ def run_compiled(
         streams.synchronize(device)
         inputs = _C.host_arrays(tensors)
         inputs.extend(scalar_arrays)
-        outputs = entry.compiled.execute(device, inputs)
+        outputs = entry.program.execute(device, inputs)
         return _assemble(plan, values, entry, outputs, device)
     return _launch(plan, values, device, key, entry, tensors, scalar_arrays)
 
 
-def _resizes(plan: OpPlan, values: list, entry: Entry) -> bool:
-    """Whether the call resizes a mutated argument (an out= argument of another shape)."""
-    if not plan.mutated:
-        return False
-    shapes = iter(entry.mutated_shapes)
+def _run_complex(plan, values, device, key, entry, tensors, scalars) -> Any:
+    return complex_route.run_complex(plan, values, tensors, device)
+
+
+def _run_fallback(plan, values, device, key, entry, tensors, scalars) -> Any:
+    fallback.record_fallback(plan.name, entry.reason)
+    return run_on_host(plan, values, tensors, device)
+
+
+def _run_host(plan, values, device, key, entry, tensors, scalars) -> Any:
+    return run_on_host(plan, values, tensors, device)
+
+
+def _run_rejected(plan, values, device, key, entry, tensors, scalars) -> Any:
+    # The CPU kernel raises PyTorch's own error for a bad call (nothing is cached then);
+    # if it accepts, the signature runs on the host from now on.
+    result = run_on_host(plan, values, tensors, device)
+    cache.put(key, HostOnly(entry.reason, EntryKind.FALLBACK))
+    fallback.record_fallback(plan.name, entry.reason)
+    return result
+
+
+_RUNNERS: dict[EntryKind, Callable[..., Any]] = {
+    EntryKind.PROGRAM: _run_program,
+    EntryKind.COMPLEX: _run_complex,
+    EntryKind.FALLBACK: _run_fallback,
+    EntryKind.HOST: _run_host,
+    EntryKind.REJECTED: _run_rejected,
+}
+
+
+class _ScalarRefused(Exception):
+    """A Python scalar of this call cannot be a program input (internal; never escapes)."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
+def _scalar_arrays(plan: OpPlan, entry: Entry, tensors: list, scalars: list) -> list:
+    """The lifted scalars as 0-d arrays of the program's input dtypes."""
+    scalar_arrays = []
+    for value, dtype in zip(scalars, entry.scalar_dtypes):
+        if type(value) is int and tensors and not _fits_tensor(value, tensors[0].dtype):
+            if plan.op._schema.name in _VALUE_WRITES:  # PyTorch refuses the overflow
+                raise _ScalarRefused(f"the scalar {value!r} overflows")
+            # PyTorch casts a number to the integer tensor's dtype first, wrapping it:
+            # remainder(int32 1, 2**53 + 1) is 1 % 1
+            value = _wrapped(value, tensors[0].dtype)
+        if dtype.kind in "iub" and not _fits(value, dtype):
+            # fill_(nan) into int64: the CPU kernel raises PyTorch's error (a plain
+            # cast here would wrap or saturate)
+            raise _ScalarRefused(f"the scalar {value!r} does not fit {dtype}")
+        scalar_arrays.append(np.asarray(value, dtype=dtype))
+    return scalar_arrays
+
+
+def _mutated_targets(plan: OpPlan, values: list) -> Iterator[Any]:
+    """Each tensor the call writes, in program output order (a list argument's in turn)."""
     for arg_position in plan.mutated:
         value = values[arg_position]
-        for target in value if isinstance(value, (list, tuple)) else (value,):
-            if tuple(target.shape) != next(shapes):
-                return True
-    return False
+        if isinstance(value, (list, tuple)):
+            yield from value
+        else:
+            yield value
+
+
+def _resizes(plan: OpPlan, values: list, entry: Entry) -> bool:
+    """Whether the call resizes a mutated argument (an out= argument of another shape)."""
+    return any(
+        tuple(target.shape) != shape
+        for target, shape in zip(_mutated_targets(plan, values), entry.mutated_shapes)
+    )
 
 
 def _launch(
@@ -176,14 +245,12 @@ def _launch(
     scalar_arrays: list,
 ) -> Any:
     """Queue the call (``launch.Launch``); its result tensors are allocated now."""
-    targets = []
-    if plan.mutated:  # the mutated arguments, of the right shape already (``_resizes``)
-        shapes = iter(entry.mutated_shapes)
-        for arg_position in plan.mutated:
-            value = values[arg_position]
-            for target in value if isinstance(value, (list, tuple)) else (value,):
-                if 0 not in next(shapes):  # else nothing to write
-                    targets.append(target)
+    # the mutated arguments (of the right shape already: ``_resizes``) that get data
+    targets = [
+        target
+        for target, shape in zip(_mutated_targets(plan, values), entry.mutated_shapes)
+        if 0 not in shape
+    ]
     fresh, views = _C.capture_launch(tensors, entry.native_metas, targets, device)
     streams.submit(
         Launch(
@@ -299,22 +366,16 @@ def _assemble(plan: OpPlan, values: list, entry: Entry, outputs: list, device: i
     created = _C.device_tensors_from(outputs, entry.fresh_metas, device)
     position = len(created)
     new = _returned(created, entry, device)
-    if plan.mutated:
-        shapes = iter(entry.mutated_shapes)
-        for arg_position in plan.mutated:
-            value = values[arg_position]
-            targets = value if isinstance(value, (list, tuple)) else (value,)
-            for target in targets:
-                shape = next(shapes)
-                if 0 in shape:  # nothing to write: only the shape can change
-                    if tuple(target.shape) != shape:
-                        target.resize_(shape)
-                    continue
-                array = outputs[position]
-                position += 1
-                if tuple(target.shape) != array.shape:
-                    target.resize_(array.shape)  # out= arguments take the result's shape
-                _C.write_array(target, array)
+    for target, shape in zip(_mutated_targets(plan, values), entry.mutated_shapes):
+        if 0 in shape:  # nothing to write: only the shape can change
+            if tuple(target.shape) != shape:
+                target.resize_(shape)
+            continue
+        array = outputs[position]
+        position += 1
+        if tuple(target.shape) != array.shape:
+            target.resize_(array.shape)  # out= arguments take the result's shape
+        _C.write_array(target, array)
     return pack_returns(plan, values, new)
 
 
@@ -355,7 +416,7 @@ def _scalar_dtype(value: Any, tensors: list) -> np.dtype:
 
 
 def _compile(plan: OpPlan, values: list, key: tuple, tensors: list, scalars: list, device: int):
-    """Trace and compile one call signature; remember the result (or why it runs on host)."""
+    """Trace and compile one call signature (or say why it runs on the host)."""
     from torchneuron.compiler import eager
 
     arrays.register_numpy_views()  # every compiled entry runs after this
@@ -363,9 +424,8 @@ def _compile(plan: OpPlan, values: list, key: tuple, tensors: list, scalars: lis
     try:
         fresh, mutated_shapes = output_metadata(plan, values)
     except MetaUnavailable as error:
-        entry: Entry | HostOnly = HostOnly(str(error), error.data_dependent)
-        cache.put(key, entry)
-        return entry
+        kind = EntryKind.HOST if error.data_dependent else EntryKind.FALLBACK
+        return HostOnly(str(error), kind)
     scalar_dtypes = tuple(_scalar_dtype(v, tensors) for v in scalars)
     # Empty new outputs need no computing (and torch-mlir cannot lower some empty constants).
     computed = tuple(_computed(meta) for meta in fresh if meta is not None)
@@ -373,25 +433,24 @@ def _compile(plan: OpPlan, values: list, key: tuple, tensors: list, scalars: lis
     traced_fn = _traceable(plan, values, len(tensors), computed, mutated_computed)
     output_count = sum(computed) + sum(mutated_computed)
     try:
-        compiled = eager.compile_op(
+        program = programs.compile_resident(
             plan.name,
             _stable_key(key),
             specs + [eager.TensorSpec((), (), arrays.torch_dtype(d)) for d in scalar_dtypes],
             traced_fn,
             output_count,
-            core=device,
+            device,
         )
         entry = Entry(
-            compiled,
+            program,
             scalar_dtypes,
             fresh,
             mutated_shapes,
             divisor=_divisor(plan, values),
-            checked=bool(compiled.program_on(device).manifest.get("checks")),
+            checked=bool(program.program_on(device).manifest.get("checks")),
         )
     except eager.OpCompileError as error:
-        entry = HostOnly(error.reason)
-    cache.put(key, entry)
+        return HostOnly(error.reason)
     return entry
 
 
@@ -437,10 +496,7 @@ def _traceable(
         result = perform(call_values)
         outputs = [value for value in new_returns(plan, result) if value is not None]
         outputs = [value for value, wanted in zip(outputs, computed) if wanted]
-        written = []
-        for position in plan.mutated:
-            value = call_values[position]
-            written.extend(value if isinstance(value, list) else [value])
+        written = _mutated_targets(plan, call_values)
         outputs.extend(value for value, wanted in zip(written, mutated_computed) if wanted)
         return tuple(outputs)
 

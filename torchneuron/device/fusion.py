@@ -57,7 +57,7 @@ import numpy as np
 import torch
 
 from torchneuron import settings
-from torchneuron.device import _C, arrays
+from torchneuron.device import _C, arrays, programs
 from torchneuron.device.chain import Chain
 from torchneuron.device.compiled import _traceable
 from torchneuron.lru import LRU
@@ -158,7 +158,7 @@ class _Structure:
 
     def __init__(self, ops: tuple[str, ...], name: str, live: tuple[bool, ...]):
         self.seen = 0
-        self.program = None  # compiler.eager.CompiledOp once compiled
+        self.program = None  # programs.ResidentProgram once compiled
         self.verified = False
         self.refused: str | None = None  # why it is never fused (compile or verification)
         self.runs = 0
@@ -170,9 +170,7 @@ class _Structure:
 
 def _forget(key: tuple, structure: _Structure) -> None:
     if structure.program is not None:
-        from torchneuron.compiler import eager
-
-        eager.forget(structure.program)
+        programs.forget(structure.program)
 
 
 _structures: LRU[tuple, _Structure] = LRU(STRUCTURE_ENTRIES, on_evict=_forget)
@@ -279,7 +277,7 @@ def _composed(launches: list, wiring: list, outside_count: int, live: tuple) -> 
 
 
 def _compile(structure: _Structure, chain: Chain, live: tuple):
-    """The fused program of ``chain`` (``compiler.eager.compile_op``), loaded on its device."""
+    """The fused program of ``chain`` (``programs.compile_resident``), loaded on its device."""
     from torchneuron.compiler import eager
 
     # the outside tensors as their launches captured them
@@ -293,13 +291,13 @@ def _compile(structure: _Structure, chain: Chain, live: tuple):
     specs.append(eager.TensorSpec((), (), torch.int64))
     key_parts = (
         "fused",
-        tuple(launch.entry.compiled.key for launch in chain.launches),
+        tuple(launch.entry.program.key for launch in chain.launches),
         tuple(chain.wiring),
         live,
     )
     function = _composed(chain.launches, chain.wiring, len(chain.outside), live)
-    return eager.compile_op(
-        structure.name, key_parts, specs, function, sum(live), core=chain.device
+    return programs.compile_resident(
+        structure.name, key_parts, specs, function, sum(live), chain.device
     )
 
 

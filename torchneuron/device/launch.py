@@ -96,7 +96,7 @@ class Launch:
         arrays = views.arrays()
         if self.scalars:
             arrays.extend(self.scalars)
-        views.write(self.entry.compiled.execute(self.device, arrays))
+        views.write(self.entry.program.execute(self.device, arrays))
 
     def __repr__(self) -> str:
         return f"Launch({self.name} on neuron:{self.device})"

@@ -299,9 +299,9 @@ def empty_cache() -> None:
     Tensors are freed as soon as they die (there is no caching allocator), so
     the programs are what is left to give back; they reload on next use.
     """
-    from torchneuron.compiler import eager
+    from torchneuron.device import programs
 
-    eager.unload_all()
+    programs.unload_all()
 
 
 # -- streams -----------------------------------------------------------------------
