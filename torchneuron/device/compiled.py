@@ -2,18 +2,23 @@
 
 The signature (``plan.flatten``'s key: the op, each tensor's dtype/shape/strides
 where not contiguous, the types of Python scalars, every static argument) is looked
-up in an in-memory LRU of compiled ops. A hit runs the program on numpy arrays
-over the tensors' memory and writes the outputs into new device tensors, or into
-the mutated arguments of in-place and ``out=`` ops. A miss infers the output
-shapes (``shapes``), traces the call as a function of flat tensors and compiles it
-through ``torchneuron.compiler.eager`` (same pipeline and NEFF cache as
-torch.compile; imported on the first miss, as it pulls in torch-mlir). A signature
-that cannot be compiled is remembered as ``HostOnly`` and runs on the CPU.
+up in an in-memory LRU. Its entry's ``route`` (``plan.Route``) decides, once per
+signature, what runs the call; ``_RUNNERS`` is that decision's one table:
+
+- ``COMPILED`` (an ``Entry``): the program runs on numpy arrays over the tensors'
+  memory and writes the outputs into new device tensors, or into the mutated
+  arguments of in-place and ``out=`` ops; queued (``launch``) unless it must run now;
+- ``COMPLEX``: complex values as real ops on real pairs (``complex_route``);
+- ``FALLBACK``, ``HOST``, ``REJECTED`` (a ``HostOnly``): the CPU kernel, recorded as a
+  fallback, by design, or deciding a call the shape function refused.
+
+A miss infers the output shapes (``shapes``), traces the call as a function of flat
+tensors and compiles it (``programs.compile_resident``: same pipeline and NEFF cache
+as torch.compile; imported on the first miss, as it pulls in torch-mlir).
 """
 
 from __future__ import annotations
 
-import enum
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -28,6 +33,7 @@ from torchneuron.device.launch import Launch
 from torchneuron.device.plan import (
     DEVICE_TYPE,
     OpPlan,
+    Route,
     new_returns,
     pack_returns,
     unflatten,
@@ -38,33 +44,19 @@ from torchneuron.lru import LRU
 COMPILED_CACHE_ENTRIES = 4096
 
 
-class EntryKind(enum.Enum):
-    """What a call signature's cache entry says to do: the one decision of this route.
-
-    Made once per signature (``_new_entry``) and read from the cache after; ``_RUNNERS``
-    maps each kind to the function that runs the call.
-    """
-
-    PROGRAM = "program"  # a compiled program on the NeuronCore (``Entry``)
-    COMPLEX = "complex"  # complex values, as real ops on real pairs (``complex_route``)
-    FALLBACK = "fallback"  # no program: the CPU kernel, recorded as a CPU fallback
-    HOST = "host"  # the output shape depends on values: the CPU kernel, by design
-    # the shape function refused the call: the CPU kernel decides (never cached as such)
-    REJECTED = "rejected"
-
-
 class HostOnly:
-    """Cache entry for a call signature that runs on the CPU, with the reason.
+    """Cache entry for a call signature that does not run a program, with the reason.
 
-    ``HOST`` calls (output shape depends on values, e.g. boolean-mask indexing) run on
-    the host by design, without a fallback warning.
+    ``route`` says what runs instead (``Route.FALLBACK``, ``HOST``: output shape depends on
+    values, e.g. boolean-mask indexing, run on the host by design without a fallback
+    warning; ``COMPLEX``; ``REJECTED``).
     """
 
-    __slots__ = ("kind", "reason")
+    __slots__ = ("reason", "route")
 
-    def __init__(self, reason: str, kind: EntryKind = EntryKind.FALLBACK):
+    def __init__(self, reason: str, route: Route = Route.FALLBACK):
         self.reason = reason
-        self.kind = kind
+        self.route = route
 
 
 @dataclass
@@ -88,7 +80,7 @@ class Entry:
     # ``fresh_metas`` in the native layer's form (``_C.capture_launch`` reads it)
     native_metas: Any = None
 
-    kind = EntryKind.PROGRAM
+    route = Route.COMPILED
 
     def __post_init__(self) -> None:
         self.fresh_metas = tuple(meta for meta in self.fresh if _computed(meta))
@@ -106,7 +98,7 @@ def _unload(key: tuple, entry: Entry | HostOnly) -> None:
 
 
 # The entry of every call signature with complex values.
-COMPLEX_VALUES = HostOnly("complex values run as real pairs", EntryKind.COMPLEX)
+COMPLEX_VALUES = HostOnly("complex values run as real pairs", Route.COMPLEX)
 
 # call signature -> Entry or HostOnly
 cache: LRU[tuple, Entry | HostOnly] = LRU(COMPILED_CACHE_ENTRIES, on_evict=_unload)
@@ -119,7 +111,7 @@ def run_compiled(
     entry = cache.get(key)
     if entry is None:
         entry = _new_entry(plan, values, key, tensors, scalars, device)
-    return _RUNNERS[entry.kind](plan, values, device, key, entry, tensors, scalars)
+    return _RUNNERS[entry.route](plan, values, device, key, entry, tensors, scalars)
 
 
 def _new_entry(
@@ -132,7 +124,7 @@ def _new_entry(
         try:
             entry = _compile(plan, values, key, tensors, scalars, device)
         except MetaRejected as rejection:
-            return HostOnly(rejection.reason, EntryKind.REJECTED)
+            return HostOnly(rejection.reason, Route.REJECTED)
     cache.put(key, entry)
     return entry
 
@@ -178,17 +170,18 @@ def _run_rejected(plan, values, device, key, entry, tensors, scalars) -> Any:
     # The CPU kernel raises PyTorch's own error for a bad call (nothing is cached then);
     # if it accepts, the signature runs on the host from now on.
     result = run_on_host(plan, values, tensors, device)
-    cache.put(key, HostOnly(entry.reason, EntryKind.FALLBACK))
+    cache.put(key, HostOnly(entry.reason, Route.FALLBACK))
     fallback.record_fallback(plan.name, entry.reason)
     return result
 
 
-_RUNNERS: dict[EntryKind, Callable[..., Any]] = {
-    EntryKind.PROGRAM: _run_program,
-    EntryKind.COMPLEX: _run_complex,
-    EntryKind.FALLBACK: _run_fallback,
-    EntryKind.HOST: _run_host,
-    EntryKind.REJECTED: _run_rejected,
+# What runs a call, by its entry's route: the one table of the compiled route's decision.
+_RUNNERS: dict[Route, Callable[..., Any]] = {
+    Route.COMPILED: _run_program,
+    Route.COMPLEX: _run_complex,
+    Route.FALLBACK: _run_fallback,
+    Route.HOST: _run_host,
+    Route.REJECTED: _run_rejected,
 }
 
 
@@ -424,8 +417,8 @@ def _compile(plan: OpPlan, values: list, key: tuple, tensors: list, scalars: lis
     try:
         fresh, mutated_shapes = output_metadata(plan, values)
     except MetaUnavailable as error:
-        kind = EntryKind.HOST if error.data_dependent else EntryKind.FALLBACK
-        return HostOnly(str(error), kind)
+        route = Route.HOST if error.data_dependent else Route.FALLBACK
+        return HostOnly(str(error), route)
     scalar_dtypes = tuple(_scalar_dtype(v, tensors) for v in scalars)
     # Empty new outputs need no computing (and torch-mlir cannot lower some empty constants).
     computed = tuple(_computed(meta) for meta in fresh if meta is not None)

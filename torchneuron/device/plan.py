@@ -72,11 +72,21 @@ class ArgKind(enum.IntEnum):
 
 
 class Route(enum.StrEnum):
-    """Where the calls of an op run (see ``torchneuron.device.dispatch``)."""
+    """Where a call runs: the one enum of the eager routes.
 
-    COMPILED = "compiled"
-    RANDOM = "random"
-    HOST = "host"
+    ``plan_for`` picks an op's route from its schema (``COMPILED``, ``RANDOM`` or
+    ``HOST``; ``torchneuron.device.dispatch``); a ``COMPILED`` op's call signature then
+    gets a cache entry whose route is the rest of the decision, made once per signature
+    (``torchneuron.device.compiled``).
+    """
+
+    COMPILED = "compiled"  # a program compiled for the call signature, on the NeuronCore
+    RANDOM = "random"  # the CPU kernel with the device generator's state
+    HOST = "host"  # the CPU kernel by design: data-dependent shapes, host values
+    COMPLEX = "complex"  # complex values as real ops on real pairs (``complex_route``)
+    FALLBACK = "fallback"  # no program: the CPU kernel, recorded as a CPU fallback
+    # the shape function refused the call: the CPU kernel decides (never cached as such)
+    REJECTED = "rejected"
 
 
 # Module-level names: the walks below compare kinds by identity on every call.
