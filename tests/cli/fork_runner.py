@@ -1,19 +1,15 @@
 """Run many ``neuronc`` command lines, each in its own process, for the price of one start.
 
-    python tests/cli/fork_runner.py CASES.json
-    python tests/cli/fork_runner.py --serve
+    python tests/cli/fork_runner.py
 
-CASES.json is ``[{"argv": [...], "cwd": "...", "env": {...}}, ...]`` (``env`` optional:
-variables set in the case's process only). This interpreter imports the CLI (and torch,
-which its parser needs) once; each case is then a forked child that runs
-``torchneuron.cli.main(argv)`` as the console script does, with its stdout and stderr
-(file descriptors 1 and 2, so C++ and logging output too) sent to files, and exits with
-its status (flushing the streams first, as the interpreter's exit would). Prints
-``[{"status", "stdout", "stderr", "seconds"}, ...]`` as JSON, one entry per case.
-
-``--serve`` reads one case per line of stdin and answers each with one line of JSON, in
-order, until stdin closes: tests that run a command, look at what it wrote, then run the
-next (``session.py``) pay for one start in all.
+reads one case per line of stdin, ``{"argv": [...], "cwd": "...", "env": {...}}``
+(``env``: variables set in the case's process only), and answers each with one line of
+JSON, ``{"status", "stdout", "stderr", "seconds"}``, in order, until stdin closes. This
+interpreter imports the CLI (and torch, which its parser needs) once; each case is then a
+forked child that runs ``torchneuron.cli.main(argv)`` as the console script does, with
+its stdout and stderr (file descriptors 1 and 2, so C++ and logging output too) sent to
+files, and exits with its status (flushing the streams first, as the interpreter's exit
+would). ``neuronc.py``'s ``NeuroncSession`` is its client.
 """
 
 import json
@@ -76,11 +72,5 @@ def serve(folder: str) -> None:
 if __name__ == "__main__":
     # No `with` or `finally` here: a child's sys.exit unwinds through these frames too.
     folder = tempfile.mkdtemp()
-    if sys.argv[1] == "--serve":
-        serve(folder)
-    else:
-        with open(sys.argv[1]) as file:
-            cases = json.load(file)
-        results = [run_case(case["argv"], case["cwd"], folder, case.get("env")) for case in cases]
-        print(json.dumps(results))
+    serve(folder)
     shutil.rmtree(folder)

@@ -1,29 +1,26 @@
 """``neuronc`` given hostile or mistaken input: one ``neuronc: error:`` line, a non-zero
 status, no traceback, and no file left behind; a closed stdout ends the command quietly.
 
-The command lines run as real processes: ``fork_runner.py`` forks one child per case from
-an interpreter that imported the CLI once (a start costs seconds, a fork milliseconds).
+The command lines run as real processes (``tests/cli/neuronc.py``): one child forked per
+case from a runner that imported the CLI once (a start costs seconds, a fork milliseconds).
 """
 
 import json
 import os
 import subprocess
-import sys
 import zipfile
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from tests.cli.neuronc import console_script
 from torchneuron import cli
 from torchneuron.cli.files import FileProblem, atomic_write
 from torchneuron.cli.run import signature_of, use_chip_of
 from torchneuron.neff import NeffError
 from torchneuron.target import topology
 
-RUNNER = Path(__file__).with_name("fork_runner.py")
-ENV = {**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0", "PYTHONWARNINGS": "ignore"}
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
 # case -> (command line, exit status, words the one error line must hold: the file or
@@ -225,38 +222,31 @@ def folder(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def results(folder):
-    """name -> {status, stdout, stderr} of every case and success, from one runner process."""
+def results(neuronc, folder):
+    """name -> completed neuronc process of every case and success."""
     names = list(CASES) + list(SUCCESSES)
     argvs = [CASES[name][0] for name in CASES] + [SUCCESSES[name] for name in SUCCESSES]
-    cases = folder / "cases.json"
-    cases.write_text(json.dumps([{"argv": argv, "cwd": str(folder)} for argv in argvs]))
-    completed = subprocess.run(
-        [sys.executable, str(RUNNER), str(cases)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=ENV,
-    )
-    assert completed.returncode == 0, completed.stderr
-    return dict(zip(names, json.loads(completed.stdout)))
+    return {
+        name: neuronc.run(*argv, check=False, cwd=folder)
+        for name, argv in zip(names, argvs, strict=True)
+    }
 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_each_hostile_input_is_one_error_line_naming_the_culprit(results, case):
     _, status, words = CASES[case]
     result = results[case]
-    lines = result["stderr"].splitlines()
-    assert len(lines) == 1 and lines[0].startswith("neuronc: error: "), result["stderr"]
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("neuronc: error: "), result.stderr
     assert "internal error" not in lines[0]
     for word in words:
         assert word in lines[0]
-    assert result["status"] == status, lines[0]
+    assert result.returncode == status, lines[0]
 
 
 def test_failed_and_successful_commands_leave_no_temporary_file(results, folder):
     for name in SUCCESSES:
-        assert results[name]["status"] == 0, results[name]["stderr"]
+        assert results[name].returncode == 0, results[name].stderr
     leftovers = [p.name for p in folder.rglob("*") if p.name.endswith(".tmp")]
     assert leftovers == []
     assert not (folder / "o.neff").exists() and not (folder / "adir" / "x.neff").exists()
@@ -272,13 +262,15 @@ def test_a_closed_stdout_ends_the_command_quietly(folder):
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
-        completed = subprocess.run(
-            [sys.executable, "-m", "torchneuron.cli", "inspect", "affine.neff", "--kernels", "all"],
+        completed = console_script(
+            "inspect",
+            "affine.neff",
+            "--kernels",
+            "all",
+            check=False,
             stdout=write_end,
             stderr=subprocess.PIPE,
-            text=True,
-            timeout=300,
-            env=ENV,
+            env={"PYTHONWARNINGS": "ignore"},
             cwd=folder,
         )
     finally:
@@ -365,6 +357,23 @@ def test_profile_checks_the_chip_a_neff_asks_for_before_switching(monkeypatch, m
         for word in words:
             assert word in str(caught.value)
         assert topology.topology() is before
+    finally:
+        topology.reset_topology()
+
+
+def test_profile_emulates_the_neff_s_chip_without_touching_the_environment(monkeypatch):
+    monkeypatch.delenv("NEURON_PLATFORM_TARGET_OVERRIDE", raising=False)
+    monkeypatch.delenv("NEURON_LOGICAL_NC_CONFIG", raising=False)
+    before = dict(os.environ)
+    try:
+        use_chip_of({"target": "trn3", "lnc": 1})
+        assert (topology.topology().target, topology.topology().lnc) == ("trn3", 1)
+        assert dict(os.environ) == before
+        # The user's own setting wins over the manifest's.
+        monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn2")
+        topology.reset_topology()
+        use_chip_of({"target": "trn3", "lnc": 1})
+        assert topology.topology().target == "trn2"
     finally:
         topology.reset_topology()
 

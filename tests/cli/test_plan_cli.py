@@ -1,27 +1,19 @@
 """``neuronc plan`` in real processes: the JSON a script reads, the text, and its errors.
 
 The JSON run is the installed console script; the other command lines run in processes
-forked from one runner that imported the CLI once (``tests/cli/session.py``).
+forked from one runner that imported the CLI once (``tests/cli/neuronc.py``).
 """
 
 import json
 
 import pytest
 
-from tests.cli.session import NeuroncSession
-from tests.test_cli import RUNNER_ENV, console_script
+from tests.cli.neuronc import console_script
 
 LLM = [
     "--layers", "32", "--d-model", "4096", "--heads", "32", "--ffn", "11008",
     "--vocab", "32000", "--context", "4096", "--seq", "2048",
 ]  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def session():
-    runner = NeuroncSession(RUNNER_ENV)
-    yield runner
-    runner.close()
 
 
 def test_plan_json_from_the_console_script():
@@ -48,15 +40,15 @@ def test_plan_json_from_the_console_script():
     assert len(plan["overlap_rules"]) == 4
 
 
-def test_plan_text_warns_when_the_layout_does_not_fit(session):
-    result = session.run("plan", "gpt", *LLM, "--batch", "64", "--dp", "64")
+def test_plan_text_warns_when_the_layout_does_not_fit(neuronc):
+    result = neuronc.run("plan", "gpt", *LLM, "--batch", "64", "--dp", "64")
     assert "DDP gradient all-reduce" in result.stdout
     assert "DOES NOT FIT" in result.stdout
     assert "warning: does not fit: peak HBM per core" in result.stdout
 
 
-def test_plan_of_the_zoo_gpt_at_its_own_sizes(session):
-    plan = json.loads(session.run("plan", "gpt", "--dp", "4", "--json").stdout)
+def test_plan_of_the_zoo_gpt_at_its_own_sizes(neuronc):
+    plan = json.loads(neuronc.run("plan", "gpt", "--dp", "4", "--json").stdout)
     # The zoo model: 2 layers, d_model 64, vocab 128, context 32; one sequence per rank.
     assert (plan["model"]["layers"], plan["model"]["d_model"], plan["training"]["seq"]) == (
         2,
@@ -77,14 +69,14 @@ def test_plan_of_the_zoo_gpt_at_its_own_sizes(session):
         (["--instance", "trn2.48xlarge", "--target", "trn3"], 2, "holds trn2 chips"),
     ],
 )
-def test_plan_errors_are_one_line(session, args, status, message):
-    result = session.run("plan", "gpt", *args, check=False)
+def test_plan_errors_are_one_line(neuronc, args, status, message):
+    result = neuronc.run("plan", "gpt", *args, check=False)
     lines = result.stderr.strip().splitlines()
     assert result.returncode == status
     assert len(lines) == 1 and lines[0].startswith("neuronc: error: ") and message in lines[0]
 
 
-def test_plan_refuses_a_model_it_cannot_plan(session):
-    result = session.run("plan", "mlp", check=False)
+def test_plan_refuses_a_model_it_cannot_plan(neuronc):
+    result = neuronc.run("plan", "mlp", check=False)
     assert result.returncode == 2
     assert "GPT-style language models, the zoo's gpt" in result.stderr
