@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.passes.xla_executor import assert_same_values, execute
+from tests.passes.execute import assert_same_values, execute
 from torchneuron.passes import DEFAULT_PIPELINE, PassContext, PassManager, parse_module
 
 LIFT_ALL_CONSTANTS = "externalize-constants{threshold-bytes=0}"

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from torch_mlir import ir
 
-from tests.passes.xla_executor import assert_same_values, execute
+from tests.passes.execute import assert_same_values, execute
 from torchneuron.passes import PassContext, PassError, PassManager, make_context, parse_module
 from torchneuron.passes.externalize_constants import weight_names
 from torchneuron.passes.ir_constants import numpy_to_elements_attr

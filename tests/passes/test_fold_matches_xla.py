@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from torch_mlir import ir
 
-from tests.passes.xla_executor import assert_same_values, execute
+from tests.passes.execute import assert_same_values, execute
 from torchneuron.passes import PassContext, PassManager, make_context, parse_module
 from torchneuron.passes.ir_constants import elements_attr_to_numpy, numpy_to_elements_attr
 from torchneuron.passes.ir_utils import find_function

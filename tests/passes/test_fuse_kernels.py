@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.passes.xla_executor import assert_same_values, execute
+from tests.passes.execute import assert_same_values, execute
 from torchneuron.passes import PassContext, PassError, PassManager, parse_module
 from torchneuron.passes.assign_engines import read_engines
 from torchneuron.passes.dataflow import ARGUMENT, Dataflow, main_function

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from torch_mlir import ir
 
+from tests.passes.execute import assert_same_values, entry_function, execute
 from tests.passes.golden_runner import GOLDEN_DIR
-from tests.passes.xla_executor import assert_same_values, entry_function, execute
 from torchneuron.passes import DEFAULT_PIPELINE, PassContext, PassManager, parse_module
 from torchneuron.passes.ir_constants import numpy_dtype_of
 
