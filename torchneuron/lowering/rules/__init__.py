@@ -1,6 +1,7 @@
 """Our own lowering rules: ATen ops torch-mlir cannot lower, rewritten into ATen ops it can.
 
-A table from ATen op overload to rule, filled by the ``@lowering_rule`` decorator.
+A table from ATen op overload to rule (``registry.py``, which imports no family), filled
+by the ``@lowering_rule`` decorator.
 A rule is a pure function of the op's operands and attributes, written with ATen
 ops that do lower (it runs while the graph is traced, like a decomposition), and
 it returns ``NotImplemented`` for the cases it does not cover, which then take
@@ -14,28 +15,11 @@ matrices) and ``qr`` (Householder QR).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 
-Rule = Callable[..., object]
-LOWERING_RULES: dict[torch._ops.OpOverload, Rule] = {}
+from .registry import LOWERING_RULES, Rule, lowering_rule
 
-
-def lowering_rule(*ops: torch._ops.OpOverload) -> Callable[[Rule], Rule]:
-    """Register the decorated function as the rule for each of ``ops``."""
-
-    def register(rule: Rule) -> Rule:
-        for op in ops:
-            if op in LOWERING_RULES:
-                raise ValueError(
-                    f"{op} already has a lowering rule "
-                    f"({LOWERING_RULES[op].__module__}.{LOWERING_RULES[op].__name__})"
-                )
-            LOWERING_RULES[op] = rule
-        return rule
-
-    return register
+__all__ = ["LOWERING_RULES", "Rule", "lowering_rule", "lowering_rules"]
 
 
 def lowering_rules() -> dict[torch._ops.OpOverload, Rule]:

@@ -23,8 +23,8 @@ import torch
 
 from torchneuron.errors import TorchNeuronError
 
-from . import lowering_rule
 from .comparisons import in_dtype
+from .registry import lowering_rule
 
 aten = torch.ops.aten
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import torch
 
 from ..checks import INDEX_ERROR, RUNTIME_ERROR, is_reissued, reissuing, require_in_range, unchecked
-from . import lowering_rule
+from .registry import lowering_rule
 
 aten = torch.ops.aten
 

@@ -22,7 +22,7 @@ from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dty
 
 from torchneuron.errors import TorchNeuronError
 
-from . import lowering_rule
+from .registry import lowering_rule
 
 aten = torch.ops.aten
 DEFAULT_PROMOTION = ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import torch
 
-from . import lowering_rule
+from .registry import lowering_rule
 
 aten = torch.ops.aten
 

@@ -30,8 +30,8 @@ import math
 import torch
 
 from ..checks import INDEX_ERROR, RUNTIME_ERROR, is_reissued, reissuing, require_in_range, unchecked
-from . import lowering_rule
 from .indexing import DENSE_LIMIT
+from .registry import lowering_rule
 
 aten = torch.ops.aten
 

@@ -16,10 +16,8 @@ import math
 import torch
 
 from ..checks import INDEX_ERROR, RUNTIME_ERROR, require_in_range, unchecked
-from . import (
-    bounds,  # noqa: F401  (registers the bound-checked gathers and scatters)
-    lowering_rule,
-)
+from . import bounds  # noqa: F401  (registers the bound-checked gathers and scatters)
+from .registry import lowering_rule
 
 aten = torch.ops.aten
 

@@ -24,7 +24,7 @@ import math
 
 import torch
 
-from . import lowering_rule
+from .registry import lowering_rule
 
 aten = torch.ops.aten
 

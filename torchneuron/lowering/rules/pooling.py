@@ -22,7 +22,7 @@ import struct
 
 import torch
 
-from . import lowering_rule
+from .registry import lowering_rule
 
 aten = torch.ops.aten
 

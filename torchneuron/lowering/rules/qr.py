@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import torch
 
-from . import lowering_rule
 from .linalg import conjugate_transpose, is_small
+from .registry import lowering_rule
 
 aten = torch.ops.aten
 

@@ -44,7 +44,7 @@ import torch
 import torch.fx
 
 from ..checks import RUNTIME_ERROR, require
-from . import lowering_rule
+from .registry import lowering_rule
 
 aten = torch.ops.aten
 

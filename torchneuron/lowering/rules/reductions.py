@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from . import lowering_rule
+from .registry import lowering_rule
 
 aten = torch.ops.aten
 

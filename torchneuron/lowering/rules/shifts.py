@@ -19,8 +19,8 @@ import threading
 
 import torch
 
-from . import lowering_rule
 from .comparisons import in_dtype
+from .registry import lowering_rule
 
 aten = torch.ops.aten
 

@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from .. import lowering_rule
+from ..registry import lowering_rule
 from .common import aten, elementwise, horner, nan_like
 
 _J0_SMALL = (1.0, -2.2499997, 1.2656208, -0.3163866, 0.0444479, -0.0039444, 0.0002100)

@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from .. import lowering_rule
+from ..registry import lowering_rule
 from .common import aten, elementwise
 
 

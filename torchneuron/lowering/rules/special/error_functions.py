@@ -8,7 +8,7 @@ import math
 
 import torch
 
-from .. import lowering_rule
+from ..registry import lowering_rule
 from .common import aten, elementwise, horner
 
 # Numerical Recipes §6.2 (erfcc): erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z/2), z >= 0.

@@ -9,7 +9,7 @@ from fractions import Fraction
 
 import torch
 
-from .. import lowering_rule
+from ..registry import lowering_rule
 from .common import aten, elementwise, horner, nan_like, sin_pi, tan_pi
 
 # Numerical Recipes 2nd ed. §6.1 (gammln): Lanczos with gamma = 5, N = 6.

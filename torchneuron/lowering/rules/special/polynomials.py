@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from .. import lowering_rule
+from ..registry import lowering_rule
 from .common import aten, elementwise, nan_like
 
 # The degree n is a tensor (truncated to an integer, like PyTorch). The three-term
