@@ -36,9 +36,9 @@ torchneuron.profiler merge a.json b.json -o all.json``) can put the traces of al
 one Perfetto file, aligned on the wall clock (each trace records ``time.time()`` at the
 profile's origin in its ``otherData``).
 
-Why this file is long: capture, table, Chrome trace and the merge of per-rank traces share
-one trace layout (pids per rank, lanes, event arguments); one file keeps writer and merger
-in step.
+The trace layout (pids per rank, lanes, event helpers) and ``merge_traces`` live in
+``trace.py``, so the writer here and the merger share one layout; ``__main__.py`` is the
+command line.
 """
 
 from __future__ import annotations
@@ -50,7 +50,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from torchneuron.target.engines import DMA_ENGINE, ENGINES
+from torchneuron.profiler import trace
+from torchneuron.profiler.trace import merge_traces
+from torchneuron.target.engines import DMA_ENGINE
 
 __all__ = [
     "CollectiveEvent",
@@ -61,13 +63,6 @@ __all__ = [
     "record_collective",
 ]
 
-# Chrome trace thread ids of a core's lanes: the executions, then one per engine.
-_NEFF_LANE = 0
-_LANE_TIDS = {engine: i + 1 for i, engine in enumerate(ENGINES)}
-# Pids of rank r's trace: host r*1000, core c r*1000+1+c, estimated collectives r*1000+999.
-_RANK_PID_STRIDE = 1000
-_COLLECTIVES_PID = _RANK_PID_STRIDE - 1
-_HOST_NEFF_LANE, _HOST_COLLECTIVES_LANE = 0, 1
 # Profiles recording now; record_collective returns at once when empty.
 _ACTIVE: list[profile] = []
 
@@ -400,32 +395,38 @@ class profile:
 
     def chrome_trace(self) -> dict:
         """The recorded executions as a Chrome trace (the JSON object format)."""
-        base, prefix = self.rank * _RANK_PID_STRIDE, f"rank {self.rank}: "
+        base, prefix = self.rank * trace.RANK_PID_STRIDE, f"rank {self.rank}: "
         host = base
         events: list[dict] = [
-            _metadata("process_name", host, None, {"name": prefix + "Host (wall clock)"}),
-            _metadata("process_sort_index", host, None, {"sort_index": host}),
-            _metadata("thread_name", host, _HOST_NEFF_LANE, {"name": "LoadedNeff.execute"}),
+            trace.metadata("process_name", host, None, {"name": prefix + "Host (wall clock)"}),
+            trace.metadata("process_sort_index", host, None, {"sort_index": host}),
+            trace.metadata(
+                "thread_name", host, trace.HOST_NEFF_LANE, {"name": "LoadedNeff.execute"}
+            ),
         ]
         cores = sorted({(e.core, e.core_description) for e in self.events})
         for core, description in cores:
             pid = base + core + 1
             events.append(
-                _metadata("process_name", pid, None, {"name": f"{prefix}{description}, estimated"})
+                trace.metadata(
+                    "process_name", pid, None, {"name": f"{prefix}{description}, estimated"}
+                )
             )
-            events.append(_metadata("process_sort_index", pid, None, {"sort_index": pid}))
-            events.append(_metadata("thread_name", pid, _NEFF_LANE, {"name": "NEFF"}))
-            events.append(_metadata("thread_sort_index", pid, _NEFF_LANE, {"sort_index": 0}))
-            for engine, tid in _LANE_TIDS.items():
-                events.append(_metadata("thread_name", pid, tid, {"name": engine}))
-                events.append(_metadata("thread_sort_index", pid, tid, {"sort_index": tid}))
+            events.append(trace.metadata("process_sort_index", pid, None, {"sort_index": pid}))
+            events.append(trace.metadata("thread_name", pid, trace.NEFF_LANE, {"name": "NEFF"}))
+            events.append(
+                trace.metadata("thread_sort_index", pid, trace.NEFF_LANE, {"sort_index": 0})
+            )
+            for engine, tid in trace.LANE_TIDS.items():
+                events.append(trace.metadata("thread_name", pid, tid, {"name": engine}))
+                events.append(trace.metadata("thread_sort_index", pid, tid, {"sort_index": tid}))
         for number, event in enumerate(self.events):
             events.append(
-                _slice(
+                trace.slice_event(
                     event.name,
                     "host",
                     host,
-                    _HOST_NEFF_LANE,
+                    trace.HOST_NEFF_LANE,
                     event.host_start_s,
                     event.host_seconds,
                     {"execution": number, "core": event.core, "executor": event.executor},
@@ -440,11 +441,11 @@ class profile:
                 "busiest_engine": event.engine,
             }
             events.append(
-                _slice(
+                trace.slice_event(
                     event.name,
                     "neff",
                     pid,
-                    _NEFF_LANE,
+                    trace.NEFF_LANE,
                     event.device_start_s,
                     event.device_seconds,
                     args,
@@ -464,11 +465,11 @@ class profile:
                 }
                 for lane, (begin, end) in sorted(kernel.lanes.items()):
                     events.append(
-                        _slice(
+                        trace.slice_event(
                             kernel.name,
                             "kernel",
                             pid,
-                            _LANE_TIDS[lane],
+                            trace.LANE_TIDS[lane],
                             event.device_start_s + begin,
                             end - begin,
                             {**kernel_args, "primary": lane == kernel.engine},
@@ -489,21 +490,25 @@ class profile:
     def _collective_trace_events(self, base: int, prefix: str) -> list[dict]:
         if not self.collectives:
             return []
-        pid = base + _COLLECTIVES_PID
+        pid = base + trace.COLLECTIVES_PID
         events = [
-            _metadata("thread_name", base, _HOST_COLLECTIVES_LANE, {"name": "collectives (host)"}),
-            _metadata("process_name", pid, None, {"name": f"{prefix}collectives, estimated"}),
-            _metadata("process_sort_index", pid, None, {"sort_index": pid}),
-            _metadata("thread_name", pid, 0, {"name": "collectives"}),
+            trace.metadata(
+                "thread_name", base, trace.HOST_COLLECTIVES_LANE, {"name": "collectives (host)"}
+            ),
+            trace.metadata("process_name", pid, None, {"name": f"{prefix}collectives, estimated"}),
+            trace.metadata("process_sort_index", pid, None, {"sort_index": pid}),
+            trace.metadata("thread_name", pid, 0, {"name": "collectives"}),
         ]
         for c in self.collectives:
             args = c.trace_args()
             events.append(
-                _slice(c.label, "collective", base, _HOST_COLLECTIVES_LANE,
+                trace.slice_event(c.label, "collective", base, trace.HOST_COLLECTIVES_LANE,
                        c.host_start_s, c.host_seconds, args)
             )  # fmt: skip
             events.append(
-                _slice(c.label, "collective", pid, 0, c.device_start_s, c.device_seconds, args)
+                trace.slice_event(
+                    c.label, "collective", pid, 0, c.device_start_s, c.device_seconds, args
+                )
             )
         return events
 
@@ -518,66 +523,6 @@ class profile:
             file.write(self.chrome_trace_text())
 
 
-def merge_traces(
-    paths: list[str | os.PathLike[str]], out_path: str | os.PathLike[str] | None = None
-) -> dict:
-    """One Chrome trace of the per-rank traces at ``paths``, aligned on the wall clock
-    (each trace's ``otherData.wall_clock_origin``), written to ``out_path`` if given.
-
-    Traces of distinct ranks keep their pids (they start at rank * 1000); traces that
-    share a rank are moved to distinct pids."""
-    traces = []
-    for path in paths:
-        with open(path, encoding="utf-8") as file:
-            traces.append(json.load(file))
-    if not traces:
-        raise ValueError("merge_traces needs at least one trace")
-    origins = [t.get("otherData", {}).get("wall_clock_origin") for t in traces]
-    known = [o for o in origins if o is not None]
-    common = min(known) if known else 0.0
-    ranks = [t.get("otherData", {}).get("rank", i) for i, t in enumerate(traces)]
-    distinct = len(set(ranks)) == len(ranks)
-    merged: list[dict] = []
-    sources = []
-    for index, (trace, origin, rank) in enumerate(zip(traces, origins, ranks)):
-        shift_us = ((origin - common) if origin is not None else 0.0) * 1e6
-        pid_offset = 0 if distinct else index * _RANK_PID_STRIDE * 1000
-        for event in trace.get("traceEvents", []):
-            event = dict(event, pid=event["pid"] + pid_offset)
-            if "ts" in event:
-                event["ts"] = round(event["ts"] + shift_us, 3)
-            merged.append(event)
-        sources.append({"path": os.fspath(paths[index]), "rank": rank, "wall_clock_origin": origin})
-    result = {
-        "traceEvents": merged,
-        "displayTimeUnit": "ns",
-        "otherData": {
-            "producer": "torchneuron.profiler (merged)",
-            "wall_clock_origin": common,
-            "merged": sources,
-        },
-    }
-    if out_path is not None:
-        with open(out_path, "w", encoding="utf-8") as file:
-            file.write(json.dumps(result, separators=(",", ":")) + "\n")
-    return result
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m torchneuron.profiler merge a.json b.json -o all.json``."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m torchneuron.profiler")
-    commands = parser.add_subparsers(dest="command", required=True)
-    merge = commands.add_parser("merge", help="merge per-rank Chrome traces into one file")
-    merge.add_argument("traces", nargs="+", help="trace files written by export_chrome_trace")
-    merge.add_argument("-o", "--output", required=True, help="the merged trace to write")
-    args = parser.parse_args(argv)
-    result = merge_traces(args.traces, args.output)
-    print(f"{args.output}: {len(args.traces)} traces, {len(result['traceEvents'])} events")
-    return 0
-
-
 def _drain_device_queues() -> None:
     """Wait for the ops queued on the neuron devices (nothing to do if none ever ran)."""
     import sys
@@ -585,33 +530,3 @@ def _drain_device_queues() -> None:
     streams = sys.modules.get("torchneuron.device.streams")
     if streams is not None:
         streams.drain_all()
-
-
-def _metadata(name: str, pid: int, tid: int | None, args: dict) -> dict:
-    event = {"name": name, "ph": "M", "pid": pid, "args": args}
-    if tid is not None:
-        event["tid"] = tid
-    return event
-
-
-def _slice(
-    name: str, category: str, pid: int, tid: int, start_s: float, seconds: float, args: dict
-) -> dict:
-    # Chrome traces count microseconds; three decimals keep nanoseconds. Rounding the end
-    # (not the duration) keeps back-to-back slices from overlapping after rounding.
-    start = round(start_s * 1e6, 3)
-    end = round((start_s + max(seconds, 0.0)) * 1e6, 3)
-    return {
-        "name": name,
-        "cat": category,
-        "ph": "X",
-        "pid": pid,
-        "tid": tid,
-        "ts": start,
-        "dur": round(end - start, 3),
-        "args": args,
-    }
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
