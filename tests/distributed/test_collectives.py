@@ -8,47 +8,21 @@ Further launches check how ranks bind to cores and what is refused.
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.distributed.torchrun import Finished, torchrun
+
 WORKER = Path(__file__).with_name("collectives_worker.py")
 LAUNCH_TIMEOUT_S = 420
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def torchrun(
-    script: Path, nproc: int, *args: str, env: dict | None = None, timeout: float = LAUNCH_TIMEOUT_S
-) -> subprocess.CompletedProcess:
-    command = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        f"--nproc-per-node={nproc}",
-        f"--master-port={free_port()}",
-        str(script),
-        *args,
-    ]
-    full_env = {**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}
-    return subprocess.run(
-        command, capture_output=True, text=True, timeout=timeout, env=full_env, check=False
-    )
 
 
 @pytest.fixture(scope="module", params=[2, 4], ids=["world2", "world4"])
 def results(request, tmp_path_factory):
     world = request.param
     out = tmp_path_factory.mktemp(f"collectives{world}")
-    done = torchrun(WORKER, world, str(out))
+    done = torchrun(WORKER, str(out), nproc=world, timeout=LAUNCH_TIMEOUT_S)
     assert done.returncode == 0, done.stderr[-4000:]
     per_rank = [json.loads((out / f"rank{r}.json").read_text()) for r in range(world)]
     return world, per_rank
@@ -201,10 +175,10 @@ print("RAN", torch.neuron.current_device(), t.item(), flush=True)
 """
 
 
-def _binding_run(tmp_path, nproc: int, env: dict) -> subprocess.CompletedProcess:
+def _binding_run(tmp_path, nproc: int, env: dict) -> Finished:
     script = tmp_path / "bind.py"
     script.write_text(BINDING_SCRIPT)
-    return torchrun(script, nproc, env=env, timeout=240)
+    return torchrun(script, nproc=nproc, env=env, timeout=240)
 
 
 def test_two_ranks_on_one_core_are_refused_naming_both(tmp_path):
@@ -240,7 +214,7 @@ except Exception as error:
 def test_a_collective_a_peer_never_joins_fails_at_the_timeout(tmp_path):
     script = tmp_path / "late.py"
     script.write_text(TIMEOUT_SCRIPT)
-    done = torchrun(script, 2, timeout=200)
+    done = torchrun(script, nproc=2, timeout=200)
     assert done.returncode != 0
     failed = [line for line in done.stdout.splitlines() if line.startswith("FAILED after")]
     assert failed, done.stdout[-2000:] + done.stderr[-2000:]
@@ -260,14 +234,14 @@ def test_one_visible_core_per_rank_binds_device_zero_to_it(tmp_path):
         "os.environ['NEURON_RT_VISIBLE_CORES'] = str(3 - int(os.environ['LOCAL_RANK']))\n"
         f"runpy.run_path({str(script)!r}, run_name='__main__')\n"
     )
-    done = torchrun(wrapper, 2, timeout=240)
+    done = torchrun(wrapper, nproc=2, timeout=240)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert done.stdout.count("RAN 0 2.0") == 2
 
 
 def test_the_ddp_example_trains_under_torchrun_without_naming_a_backend():
     example = Path(__file__).resolve().parents[2] / "examples" / "train_ddp.py"
-    done = torchrun(example, 2, timeout=300)
+    done = torchrun(example, nproc=2, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     losses = [
         float(line.split()[3]) for line in done.stdout.splitlines() if line.startswith("step")

@@ -13,7 +13,6 @@ import json
 import operator
 import os
 import re
-import socket
 import time
 import traceback
 from pathlib import Path
@@ -22,6 +21,7 @@ import pytest
 import torch
 import torch.fx
 
+from tests.distributed.torchrun import free_port
 from torchneuron import collective_graphs
 
 WORLD_SIZE = 2
@@ -199,12 +199,6 @@ def test_a_graph_without_collectives_is_not_split():
 # -- end to end: 2 ranks, CPU tensors (gloo) and neuron tensors (neuron) -------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def rank_results(tmp_path_factory):
     import torch.multiprocessing as mp
@@ -212,7 +206,7 @@ def rank_results(tmp_path_factory):
     out_dir = tmp_path_factory.mktemp("compiled_collectives")
     context = mp.start_processes(
         _rank_main,
-        args=(WORLD_SIZE, _free_port(), str(out_dir)),
+        args=(WORLD_SIZE, free_port(), str(out_dir)),
         nprocs=WORLD_SIZE,
         join=False,
         start_method="spawn",

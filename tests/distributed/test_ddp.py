@@ -20,75 +20,25 @@ test_the_ddp_example_trains_under_torchrun_without_naming_a_backend).
 from __future__ import annotations
 
 import json
-import os
 import signal
-import socket
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import torch
 
 from tests.distributed import ddp_worker as worker
+from tests.distributed.torchrun import environment, free_port, run_together, torchrun_command
 from torchneuron import settings
 
 WORKER = Path(worker.__file__)
-ROOT = WORKER.parents[2]
 LAUNCH_TIMEOUT_S = 240
 TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _environment(**extra: str) -> dict[str, str]:
-    """This process's environment without its own rank variables, plus ``extra``. No op
-    may fall back to the CPU in the ranks: every one runs on the rank's core."""
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
-    for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
-        env.pop(name, None)
-    env[settings.NO_FALLBACK] = "1"
-    return env | extra
-
-
-def _run_all(commands: list[list[str]], env_per_command: list[dict], timeout: float):
-    """Run the commands at once, each in its own session; kill them all at the timeout.
-    Returns [(exit code, output, seconds)]."""
-    start = time.monotonic()
-    processes = [
-        subprocess.Popen(
-            command,
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
-        for command, env in zip(commands, env_per_command, strict=True)
-    ]
-    results = []
-    try:
-        for process in processes:
-            remaining = max(1.0, timeout - (time.monotonic() - start))
-            output, _ = process.communicate(timeout=remaining)
-            results.append((process.returncode, output, time.monotonic() - start))
-    except subprocess.TimeoutExpired:
-        for process in processes:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGKILL)
-        outputs = [process.communicate()[0] or "" for process in processes]
-        pytest.fail(f"launch passed {timeout} s:\n" + "\n".join(o[-3000:] for o in outputs))
-    return results
-
-
-def _torchrun(*arguments: str) -> list[str]:
-    return [sys.executable, "-m", "torch.distributed.run", *arguments]
+    """No op may fall back to the CPU in the ranks: every one runs on the rank's core."""
+    return environment(**{settings.NO_FALLBACK: "1"}, **extra)
 
 
 def _load_ranks(out_dir: Path, world: int, launches) -> list[dict]:
@@ -96,7 +46,7 @@ def _load_ranks(out_dir: Path, world: int, launches) -> list[dict]:
     if missing:
         pytest.fail(
             f"ranks {missing} wrote no results:\n"
-            + "\n".join(output[-4000:] for _, output, _ in launches)
+            + "\n".join(launch.output[-4000:] for launch in launches)
         )
     return [torch.load(out_dir / f"rank{r}.pt") for r in range(world)]
 
@@ -105,13 +55,13 @@ def _load_ranks(out_dir: Path, world: int, launches) -> list[dict]:
 def ranks(tmp_path_factory) -> list[dict]:
     """Two torchrun "nodes" on this host joining one c10d rendezvous, one rank each."""
     out_dir = tmp_path_factory.mktemp("ddp")
-    endpoint = f"localhost:{_free_port()}"
-    command = _torchrun(
+    endpoint = f"localhost:{free_port()}"
+    launcher = (
         "--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
         "--rdzv-endpoint", endpoint, "--rdzv-id", "ddp",
-        str(WORKER), "train", str(out_dir),
     )  # fmt: skip
-    launches = _run_all([command, command], [_environment()] * 2, LAUNCH_TIMEOUT_S)
+    command = torchrun_command(WORKER, "train", str(out_dir), launcher=launcher)
+    launches = run_together([command, command], [_environment()] * 2, LAUNCH_TIMEOUT_S)
     return _load_ranks(out_dir, 2, launches)
 
 
@@ -244,7 +194,7 @@ def test_a_rank_killed_mid_all_reduce_makes_the_other_fail_within_the_timeout(tm
     """Ranks started as torchrun starts them (its environment), so the test sees each
     process's own exit: the last rank is killed by SIGKILL while rank 0 waits in an
     all_reduce; rank 0 must raise gloo's error well within the group's timeout."""
-    port, world = str(_free_port()), 2
+    port, world = str(free_port()), 2
     command = [sys.executable, str(WORKER), "kill", str(tmp_path)]
     envs = [
         _environment(
@@ -257,15 +207,13 @@ def test_a_rank_killed_mid_all_reduce_makes_the_other_fail_within_the_timeout(tm
         )  # fmt: skip
         for r in range(world)
     ]
-    (survivor_code, survivor_output, survivor_s), (killed_code, _, _) = _run_all(
-        [command] * world, envs, LAUNCH_TIMEOUT_S
-    )
-    assert killed_code == -signal.SIGKILL
-    assert survivor_code != 0, survivor_output[-3000:]
+    survivor, killed = run_together([command] * world, envs, LAUNCH_TIMEOUT_S)
+    assert killed.returncode == -signal.SIGKILL
+    assert survivor.returncode != 0, survivor.output[-3000:]
     report_file = tmp_path / "survivor0.json"
-    assert report_file.exists(), survivor_output[-3000:]
+    assert report_file.exists(), survivor.output[-3000:]
     report = json.loads(report_file.read_text())
     assert "Connection closed by peer" in report["error"] or "imed out" in report["error"]
     assert report["seconds"] < worker.KILL_TIMEOUT_S + 10
-    assert report["error"].splitlines()[0] in survivor_output  # the process says why
-    assert survivor_s < LAUNCH_TIMEOUT_S / 2
+    assert report["error"].splitlines()[0] in survivor.output  # the process says why
+    assert survivor.seconds < LAUNCH_TIMEOUT_S / 2

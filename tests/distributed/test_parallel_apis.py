@@ -11,11 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import signal
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from tests.distributed import parallel_worker as worker
+from tests.distributed.torchrun import torchrun
 from torchneuron import settings
 
 WORLD_SIZES = (4, 2)  # 4 saves the checkpoint that 2 loads
@@ -47,47 +43,23 @@ CHECKS_AT = {
 FSDP_WORLD, TP_WORLD = 4, 2
 LAUNCH_TIMEOUT_S = 300
 DEVICE = worker.DEVICE
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _launch(world: int, out_dir: Path, ckpt: Path) -> list[dict]:
     out_dir.mkdir()
-    command = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        f"--nproc-per-node={world}",
-        f"--master-port={_free_port()}",
-        str(Path(worker.__file__)),
+    checks = CHECKS_AT[world]
+    # No op may run on the CPU in the ranks: every one ran on the rank's NeuronCore.
+    done = torchrun(
+        Path(worker.__file__),
         str(out_dir),
         str(ckpt),
-        *CHECKS_AT[world],
-    ]
-    # No op may run on the CPU in the ranks: every one ran on the rank's NeuronCore.
-    env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
-    env[settings.NO_FALLBACK] = "1"
-    process = subprocess.Popen(
-        command,
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # a timeout kills the launcher and every rank
+        *checks,
+        nproc=world,
+        env={settings.NO_FALLBACK: "1"},
+        timeout=LAUNCH_TIMEOUT_S,
     )
-    try:
-        output, _ = process.communicate(timeout=LAUNCH_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        output, _ = process.communicate()
-        pytest.fail(f"world {world}: no result in {LAUNCH_TIMEOUT_S} s\n{output.decode()[-4000:]}")
-    if process.returncode != 0:
-        pytest.fail(f"world {world}: exit {process.returncode}\n{output.decode()[-6000:]}")
+    if done.returncode != 0:
+        pytest.fail(f"world {world}: exit {done.returncode}\n{done.output[-6000:]}")
     return [json.loads((out_dir / f"rank{r}.json").read_text()) for r in range(world)]
 
 
