@@ -43,6 +43,7 @@ import torch
 from torchneuron import settings
 from torchneuron.compiler.stages import TABLE
 from torchneuron.errors import TorchNeuronError
+from torchneuron.files import atomic_write, output_folder
 
 # Golden file name of each stage, from the stage table (compiler/stages.py).
 STAGE_FILES = {stage.name: stage.golden for stage in TABLE}
@@ -294,8 +295,6 @@ def update(
     directory = Path(directory)
     current = golden_artifacts(program, example_inputs, **options)
     result = compare(current, directory)
-    from torchneuron.cli.files import atomic_write, output_folder
-
     output_folder(directory, "golden folder")
     for file_name in result.diffs:
         path = directory / file_name
