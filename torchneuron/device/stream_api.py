@@ -26,8 +26,8 @@ from torchneuron.device.streams import (
     flush,
     launch_blocking,
 )
+from torchneuron.target.topology import DEVICE_TYPE
 
-DEVICE_TYPE = "neuron"
 _PRIVATEUSE1 = 20  # c10::DeviceType::PrivateUse1, the neuron device's type
 
 

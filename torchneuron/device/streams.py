@@ -48,8 +48,7 @@ from typing import Any
 from torchneuron import settings
 from torchneuron.device import _C
 from torchneuron.errors import TorchNeuronError
-
-DEVICE_TYPE = "neuron"
+from torchneuron.target.topology import DEVICE_TYPE
 
 
 class NeuronAsyncError(TorchNeuronError):

@@ -42,6 +42,10 @@ ENV_VARS = (TARGET_VAR, LNC_VAR, VISIBLE_CORES_VAR, HBM_VAR)
 
 DEFAULT_TARGET = "trn2"
 
+# torch's name of the device these cores make (``torch.device("neuron")``, PrivateUse1
+# renamed): the device layer, the backend and the front ends all spell it from here.
+DEVICE_TYPE = "neuron"
+
 
 @dataclass(frozen=True)
 class Topology:
