@@ -18,16 +18,11 @@ import torch
 from torchneuron.device import _C
 from torchneuron.target import dtypes
 
-_numpy_dtype_of: dict[torch.dtype, np.dtype] = {}
-
 
 def numpy_dtype(dtype: torch.dtype) -> np.dtype:
-    """The numpy (or ml_dtypes) dtype holding ``dtype``'s values bit-exactly."""
-    found = _numpy_dtype_of.get(dtype)
-    if found is None:
-        found = dtypes.lookup(str(dtype).removeprefix("torch."), "neuron device", neff=False).numpy
-        _numpy_dtype_of[dtype] = found
-    return found
+    """The numpy (or ml_dtypes) dtype holding ``dtype``'s values bit-exactly: the dtype
+    table's row of the same name (torch's names are the table's)."""
+    return dtypes.numpy_dtype(str(dtype).removeprefix("torch."), "neuron device", neff=False)
 
 
 def torch_dtype(dtype: np.dtype) -> torch.dtype:

@@ -164,9 +164,12 @@ def from_numpy(dtype) -> DType | None:
         return None
 
 
-def numpy_dtype(name: str, where: str = "", *, error: type[Exception] | None = None) -> np.dtype:
-    """The numpy dtype of a NEFF dtype name (``error`` for unknown names)."""
-    return lookup(name, where, error=error).numpy
+def numpy_dtype(
+    name: str, where: str = "", *, neff: bool = True, error: type[Exception] | None = None
+) -> np.dtype:
+    """The numpy (or ml_dtypes) dtype of a dtype name: only NEFF dtypes unless
+    ``neff=False`` (``error`` for unknown names, as ``lookup``)."""
+    return lookup(name, where, neff=neff, error=error).numpy
 
 
 def dtype_name(dtype) -> str:
