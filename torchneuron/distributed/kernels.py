@@ -33,6 +33,7 @@ import torch
 import torch.distributed as dist
 
 from torchneuron.device import _C
+from torchneuron.distributed import positions
 
 # Each overridden op and the collective kind the cost model names it by.
 _OPS: dict[str, str] = {
@@ -199,12 +200,10 @@ def _report(kind: str, names, values, size_argument: str | None, start: float) -
             t.numel() * t.element_size() for t in _tensors(values[names.index(size_argument)])
         )
     process_group = dist.ProcessGroup.unbox(values[names.index("process_group")])
-    from torchneuron.distributed.process_group import group_positions
-
     profiler.record_collective(
         kind,
         nbytes,
-        group_positions(process_group),
+        positions.group_positions(process_group),
         process_group.rank(),
         start,
         time.perf_counter() - start,

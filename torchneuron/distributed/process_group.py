@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from torchneuron.distributed import positions
 from torchneuron.errors import TorchNeuronError
 
 
@@ -37,8 +38,6 @@ class DistributedSetupError(TorchNeuronError):
 _lock = threading.Lock()
 # This process's logical NeuronCore, once bound: (device index, logical core id).
 _bound: tuple[int, int] | None = None
-# group name -> positions of the group's ranks on the emulated machine (by group rank)
-_positions: dict[str, tuple[int, ...]] = {}
 
 
 def create_backend(options: Any, backend_options: Any = None) -> Any:
@@ -122,27 +121,4 @@ def _check_places(options: Any, backend: Any, core: int) -> None:
                 "give each its own NEURON_RT_VISIBLE_CORES)"
             )
         seen[place] = other
-    _positions[str(options.group_id)] = _machine_positions(places)
-
-
-def _machine_positions(places: list[tuple[str, str, int]]) -> tuple[int, ...]:
-    """Each rank's logical core numbered across the emulated machine: nodes (hosts and
-    torchrun nodes, in order of first appearance) times the cores of one node."""
-    from torchneuron.target.topology import topology
-
-    current = topology()
-    per_node = current.logical_cores_per_chip * current.chip.chips_per_node
-    nodes: dict[tuple[str, str], int] = {}
-    positions = []
-    for host, node, core in places:
-        index = nodes.setdefault((host, node), len(nodes))
-        positions.append(index * per_node + core)
-    return tuple(positions)
-
-
-def group_positions(process_group: Any) -> tuple[int, ...]:
-    """Positions (``_machine_positions``) of ``process_group``'s ranks, by group rank."""
-    found = _positions.get(str(process_group.group_name))
-    if found is not None:
-        return found
-    return tuple(range(process_group.size()))
+    positions.record(options.group_id, places)
