@@ -9,8 +9,8 @@ discrete Fourier transform along a dimension of size ``n`` a product with the
 ``n x n`` DFT matrix (cos and sin halves, built in float64 from ``(j*k) mod n`` and
 rounded once), so the cost model sees the matmuls the chip would run.
 
-The rules of the FFT ops live in ``fft_dft.py``, the graph retrace in
-``complex_graph.py``. Two users:
+``Pair``, the part arithmetic and the rule table live in ``complex_values.py``, the
+rules of the FFT ops in ``fft_dft.py``, the graph retrace in ``complex_graph.py``. Two users:
 
 - torch.compile (``complex_graph.PairedGraph``): an ATen graph with complex inputs, values or
   outputs is retraced over real inputs (each complex input as its ``view_as_real``
@@ -20,9 +20,6 @@ The rules of the FFT ops live in ``fft_dft.py``, the graph retrace in
   the device tensors' pairs (``view_as_real`` views), so each real op of the rule runs
   natively on the device.
 
-Why this file is long: it is one table, a rule of a few lines per ATen op (the
-arithmetic, the componentwise and creation ops); splitting it would scatter the table.
-
 An op with complex values and no rule here is not lowered (``has_rule`` is False):
 eager mode runs it on the CPU (listed by ``get_fallback_ops``), torch.compile keeps
 the graph on the CPU or refuses it under ``TORCHNEURON_NO_FALLBACK=1``.
@@ -31,131 +28,26 @@ the graph on the CPU or refuses it under ``TORCHNEURON_NO_FALLBACK=1``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Any
 
 import torch
 
+# Importing fft_dft registers the FFT rules in RULES.
+from . import fft_dft  # noqa: F401
+from .complex_values import (
+    COMPONENT,
+    RULES,
+    Pair,
+    add_parts,
+    is_complex_value,  # noqa: F401 (complex_graph imports it from here, with apply)
+    make_pair,
+    matmul_like,
+    mul_parts,
+    pair_parts,
+    rule,
+    sub_parts,
+)
+
 aten = torch.ops.aten
-
-# complex dtype -> the real dtype of its components
-COMPONENT = {
-    torch.complex32: torch.float16,
-    torch.complex64: torch.float32,
-    torch.complex128: torch.float64,
-}
-COMPLEX_OF = {real: cplx for cplx, real in COMPONENT.items()}
-
-
-class Pair:
-    """A complex tensor as its real and imaginary parts (real tensors of one shape)."""
-
-    __slots__ = ("im", "re")
-
-    def __init__(self, re: torch.Tensor, im: torch.Tensor):
-        self.re = re
-        self.im = im
-
-    @property
-    def shape(self):
-        return self.re.shape
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return COMPLEX_OF[self.re.dtype]
-
-    def dim(self) -> int:
-        return self.re.dim()
-
-    def stacked(self) -> torch.Tensor:
-        """The ``view_as_real`` layout: ``[..., 2]``."""
-        return torch.stack([self.re, self.im], -1)
-
-    @staticmethod
-    def of_stacked(ri: torch.Tensor) -> Pair:
-        return Pair(ri.select(-1, 0), ri.select(-1, 1))
-
-
-def is_complex_value(value: Any) -> bool:
-    if isinstance(value, Pair):
-        return True
-    if isinstance(value, torch.Tensor):
-        return value.dtype.is_complex
-    if isinstance(value, (list, tuple)):
-        return any(is_complex_value(v) for v in value)
-    return isinstance(value, complex) or (isinstance(value, torch.dtype) and value.is_complex)
-
-
-def _parts(value: Any) -> tuple[Any, Any]:
-    """(re, im) of a Pair, a real tensor (im 0) or a number; ``None`` stands for zero."""
-    if isinstance(value, Pair):
-        return value.re, value.im
-    if isinstance(value, complex):
-        return value.real, value.imag
-    return value, None
-
-
-def _add(a, b):
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return a + b
-
-
-def _sub(a, b):
-    if b is None:
-        return a
-    if a is None:
-        return -b
-    return a - b
-
-
-def _mul(a, b):
-    if a is None or b is None:
-        return None
-    if isinstance(b, (int, float)) and b == 0 and not isinstance(a, (int, float)):
-        return None
-    return a * b
-
-
-def _zeros(like: torch.Tensor) -> torch.Tensor:
-    return torch.zeros_like(like)
-
-
-def _pair(re, im) -> Pair:
-    """A Pair from parts where one may be ``None`` (zero) or a number."""
-    if not isinstance(re, torch.Tensor) and not isinstance(im, torch.Tensor):
-        raise TypeError("a complex result needs a tensor part")
-    ref = re if isinstance(re, torch.Tensor) else im
-    if re is None:
-        re = _zeros(ref)
-    elif not isinstance(re, torch.Tensor):
-        re = torch.full_like(ref, re)
-    if im is None:
-        im = _zeros(ref)
-    elif not isinstance(im, torch.Tensor):
-        im = torch.full_like(ref, im)
-    if re.shape != im.shape:
-        shape = torch.broadcast_shapes(re.shape, im.shape)
-        re, im = re.expand(shape), im.expand(shape)
-    return Pair(re, im)
-
-
-# ---------------------------------------------------------------------------
-# The rules: ATen op -> function over values where complex tensors are Pairs
-# ---------------------------------------------------------------------------
-
-RULES: dict[Any, Callable] = {}
-
-
-def rule(*ops):
-    def register(fn):
-        for op in ops:
-            RULES[op] = fn
-        return fn
-
-    return register
 
 
 def has_rule(op) -> bool:
@@ -166,7 +58,7 @@ def _alpha(b, alpha):
     if alpha is None or alpha == 1:
         return b
     if isinstance(b, Pair):
-        ar, ai = _parts(alpha)
+        ar, ai = pair_parts(alpha)
         return _complex_mul(b, alpha) if ai else Pair(b.re * ar, b.im * ar)
     return b * alpha
 
@@ -174,17 +66,17 @@ def _alpha(b, alpha):
 @rule(aten.add.Tensor, aten.add.Scalar)
 def _add_rule(a, b, alpha=1):
     b = _alpha(b, alpha)
-    ar, ai = _parts(a)
-    br, bi = _parts(b)
-    return _pair(_add(ar, br), _add(ai, bi))
+    ar, ai = pair_parts(a)
+    br, bi = pair_parts(b)
+    return make_pair(add_parts(ar, br), add_parts(ai, bi))
 
 
 @rule(aten.sub.Tensor, aten.sub.Scalar)
 def _sub_rule(a, b, alpha=1):
     b = _alpha(b, alpha)
-    ar, ai = _parts(a)
-    br, bi = _parts(b)
-    return _pair(_sub(ar, br), _sub(ai, bi))
+    ar, ai = pair_parts(a)
+    br, bi = pair_parts(b)
+    return make_pair(sub_parts(ar, br), sub_parts(ai, bi))
 
 
 @rule(aten.rsub.Tensor, aten.rsub.Scalar)
@@ -193,9 +85,12 @@ def _rsub_rule(a, b, alpha=1):
 
 
 def _complex_mul(a, b) -> Pair:
-    ar, ai = _parts(a)
-    br, bi = _parts(b)
-    return _pair(_sub(_mul(ar, br), _mul(ai, bi)), _add(_mul(ar, bi), _mul(ai, br)))
+    ar, ai = pair_parts(a)
+    br, bi = pair_parts(b)
+    return make_pair(
+        sub_parts(mul_parts(ar, br), mul_parts(ai, bi)),
+        add_parts(mul_parts(ar, bi), mul_parts(ai, br)),
+    )
 
 
 @rule(aten.mul.Tensor, aten.mul.Scalar)
@@ -205,12 +100,12 @@ def _mul_rule(a, b):
 
 @rule(aten.div.Tensor, aten.div.Scalar)
 def _div_rule(a, b):
-    br, bi = _parts(b)
+    br, bi = pair_parts(b)
     if bi is None or (isinstance(bi, (int, float)) and bi == 0):
-        ar, ai = _parts(a)
-        return _pair(ar / br, None if ai is None else ai / br)
+        ar, ai = pair_parts(a)
+        return make_pair(ar / br, None if ai is None else ai / br)
     # Smith's scaling (as PyTorch's c10::complex division): no overflow of |b|^2
-    ar, ai = _parts(a)
+    ar, ai = pair_parts(a)
     if not isinstance(br, torch.Tensor):
         br = torch.full_like(bi, br)
     if not isinstance(bi, torch.Tensor):
@@ -226,12 +121,12 @@ def _div_rule(a, b):
     im_wide = (ai - ar * ratio) / denominator
     re_tall = (ar * ratio + ai) / denominator
     im_tall = (ai * ratio - ar) / denominator
-    return _pair(torch.where(wide, re_wide, re_tall), torch.where(wide, im_wide, im_tall))
+    return make_pair(torch.where(wide, re_wide, re_tall), torch.where(wide, im_wide, im_tall))
 
 
 @rule(aten.reciprocal.default)
 def _reciprocal_rule(a):
-    return _div_rule(_pair(torch.ones_like(a.re), None), a)
+    return _div_rule(make_pair(torch.ones_like(a.re), None), a)
 
 
 @rule(aten.neg.default)
@@ -320,29 +215,12 @@ def _view_as_complex_rule(ri):
 
 @rule(aten.complex.default)
 def _complex_rule(re, im):
-    return _pair(re, im)
+    return make_pair(re, im)
 
 
 @rule(aten.polar.default)
 def _polar_rule(magnitude, angle):
-    return _pair(magnitude * torch.cos(angle), magnitude * torch.sin(angle))
-
-
-def _matmul_like(fn):
-    def product(a, b):
-        ar, ai = _parts(a)
-        br, bi = _parts(b)
-        re = _sub(_prod(fn, ar, br), _prod(fn, ai, bi))
-        im = _add(_prod(fn, ar, bi), _prod(fn, ai, br))
-        return _pair(re, im)
-
-    return product
-
-
-def _prod(fn, x, y):
-    if x is None or y is None:
-        return None
-    return fn(x, y)
+    return make_pair(magnitude * torch.cos(angle), magnitude * torch.sin(angle))
 
 
 for _op, _fn in (
@@ -352,18 +230,18 @@ for _op, _fn in (
     (aten.matmul.default, torch.matmul),
     (aten.dot.default, torch.dot),
 ):
-    RULES[_op] = _matmul_like(_fn)
+    RULES[_op] = matmul_like(_fn)
 
 
 @rule(aten.vdot.default)
 def _vdot_rule(a, b):
     # sum(conj(a) * b): the first operand conjugated
-    return _matmul_like(torch.dot)(_conj_rule(a), b)
+    return matmul_like(torch.dot)(_conj_rule(a), b)
 
 
 @rule(aten.addmv.default)
 def _addmv_rule(bias, mat, vec, beta=1, alpha=1):
-    product = _alpha(_matmul_like(torch.mv)(mat, vec), alpha)
+    product = _alpha(matmul_like(torch.mv)(mat, vec), alpha)
     if isinstance(beta, (int, float)) and beta == 0:
         return product  # PyTorch ignores the bias then (NaN included)
     return _add_rule(_alpha(bias, beta) if beta != 1 else bias, product)
@@ -382,7 +260,7 @@ def _pow_rule(a, exponent):
 
 @rule(aten.addmm.default)
 def _addmm_rule(bias, a, b, beta=1, alpha=1):
-    product = _alpha(_matmul_like(torch.mm)(a, b), alpha)
+    product = _alpha(matmul_like(torch.mm)(a, b), alpha)
     return _add_rule(_alpha(bias, beta) if beta != 1 else bias, product)
 
 
@@ -407,8 +285,8 @@ def _convert_rule(a, dtype):
 
 @rule(aten.where.self)
 def _where_rule(condition, a, b):
-    ar, ai = _parts(a)
-    br, bi = _parts(b)
+    ar, ai = pair_parts(a)
+    br, bi = pair_parts(b)
     ref = ar if isinstance(ar, torch.Tensor) else br
     ar, br = (x if isinstance(x, torch.Tensor) else torch.full_like(ref, x) for x in (ar, br))
     ai = torch.zeros_like(ref) if ai is None else ai
@@ -419,19 +297,19 @@ def _where_rule(condition, a, b):
 @rule(aten.fill.Scalar)
 def _fill_rule(a, value):
     # a real fill value has imaginary part 0 (not the value again, as a per-part op would)
-    vr, vi = _parts(value)
+    vr, vi = pair_parts(value)
     return Pair(torch.fill(a.re, vr), torch.fill(a.im, vi or 0))
 
 
 @rule(aten.constant_pad_nd.default)
 def _pad_rule(a, pad, value=0):
-    vr, vi = _parts(value)
+    vr, vi = pair_parts(value)
     return Pair(torch.constant_pad_nd(a.re, pad, vr), torch.constant_pad_nd(a.im, pad, vi or 0))
 
 
 @rule(aten.copy.default)
 def _copy_rule(target, source, non_blocking=False):
-    sr, si = _parts(source)
+    sr, si = pair_parts(source)
     if not isinstance(target, Pair):
         return torch.ops.aten.copy.default(target, sr)
     tr = torch.ops.aten.copy.default(target.re, sr if isinstance(sr, torch.Tensor) else target.re)
@@ -443,8 +321,8 @@ def _copy_rule(target, source, non_blocking=False):
 
 @rule(aten.eq.Tensor, aten.eq.Scalar)
 def _eq_rule(a, b):
-    ar, ai = _parts(a)
-    br, bi = _parts(b)
+    ar, ai = pair_parts(a)
+    br, bi = pair_parts(b)
     return torch.logical_and(
         ar == br, (ai if ai is not None else 0) == (bi if bi is not None else 0)
     )
@@ -585,7 +463,7 @@ def _creation(op, args: tuple, kwargs: dict):
         if op in (aten.empty.memory_format,):
             re = torch.zeros_like(re)
         return Pair(re, im)
-    fill_re, fill_im = _parts(values[position])
+    fill_re, fill_im = pair_parts(values[position])
     values[position] = fill_re
     re = op(*values, **real_kwargs)
     values[position] = fill_im or 0
@@ -603,7 +481,3 @@ def apply(op, args: tuple, kwargs: dict):
     if op in CREATION:
         return _creation(op, args, kwargs)
     return NotImplemented
-
-
-# The FFT rules register themselves in RULES (they use the helpers above).
-from . import fft_dft  # noqa: E402, F401

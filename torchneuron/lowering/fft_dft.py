@@ -18,7 +18,7 @@ import math
 import numpy as np
 import torch
 
-from .complex_pairs import Pair, _matmul_like, rule
+from .complex_values import Pair, matmul_like, rule
 
 aten = torch.ops.aten
 
@@ -70,7 +70,7 @@ def _c2c_dim(a: Pair, dim: int, inverse: bool) -> Pair:
     cos, sin = _dft_host(n, n, inverse)
     wr, wi = _constant(cos, a.re), _constant(sin, a.re)
     moved = Pair(a.re.movedim(dim, -1), a.im.movedim(dim, -1))
-    out = _matmul_like(torch.matmul)(moved, Pair(wr, wi))
+    out = matmul_like(torch.matmul)(moved, Pair(wr, wi))
     return Pair(out.re.movedim(-1, dim), out.im.movedim(-1, dim))
 
 
