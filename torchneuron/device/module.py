@@ -17,11 +17,28 @@ every op synchronous.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from torchneuron.device.stream_api import Event, Stream, set_stream
+
+
+def _not_registered() -> bool:
+    return False
+
+
+# Whether the device is registered: registration.py hands its ``is_registered`` in when
+# it makes this module ``torch.neuron`` (it imports this module, so this one cannot
+# import it back).
+_is_registered: Callable[[], bool] = _not_registered
+
+
+def bind_registration(is_registered: Callable[[], bool]) -> None:
+    """Answer ``is_available`` from ``is_registered`` (registration.py calls this)."""
+    global _is_registered
+    _is_registered = is_registered
 
 
 def _native():
@@ -55,9 +72,7 @@ def _index(device: Any = None, *, optional: bool = True) -> int:
 
 def is_available() -> bool:
     """True once the neuron device is registered and at least one core is visible."""
-    from torchneuron.device.registration import is_registered
-
-    return is_registered() and device_count() > 0
+    return _is_registered() and device_count() > 0
 
 
 def is_initialized() -> bool:

@@ -21,7 +21,7 @@ import warnings
 
 import torch
 
-DEVICE_NAME = "neuron"
+from torchneuron.target.topology import DEVICE_TYPE
 
 _lock = threading.RLock()
 _registered = False
@@ -61,7 +61,7 @@ def register() -> None:
 
 def _register() -> None:
     current_name = torch._C._get_privateuse1_backend_name()
-    if current_name not in ("privateuseone", DEVICE_NAME):
+    if current_name not in ("privateuseone", DEVICE_TYPE):
         raise RuntimeError(
             f"cannot register the neuron device: PrivateUse1 is already taken by "
             f"{current_name!r} in this process"
@@ -74,8 +74,8 @@ def _register() -> None:
 
     native.set_memory_hooks(memory.allocate_hook, memory.free_hook)
     atexit.register(native.mark_shutdown)
-    if current_name != DEVICE_NAME:
-        torch.utils.rename_privateuse1_backend(DEVICE_NAME)
+    if current_name != DEVICE_TYPE:
+        torch.utils.rename_privateuse1_backend(DEVICE_TYPE)
     native.register_hooks()
     if not hasattr(torch.Tensor, "is_neuron"):
         torch.utils.generate_methods_for_privateuse1_backend(
@@ -83,8 +83,9 @@ def _register() -> None:
         )
     from torchneuron.device import module
 
-    if getattr(torch, DEVICE_NAME, None) is not module:
-        torch._register_device_module(DEVICE_NAME, module)
+    module.bind_registration(is_registered)
+    if getattr(torch, DEVICE_TYPE, None) is not module:
+        torch._register_device_module(DEVICE_TYPE, module)
     from torchneuron.device import autocast, dispatch, fusion, sparse, streams
 
     streams.install()
