@@ -21,16 +21,19 @@ from hypothesis import strategies as st
 from torch_mlir._mlir_libs import _stablehlo
 
 from torchneuron.estimate.cost_model import estimate_text
-from torchneuron.estimate.scheduler import SCHEDULE_PATH, Schedule
+from torchneuron.estimate.scheduler import Schedule
 from torchneuron.neff import (
     Neff,
     NeffError,
     describe,
+    json_schema,
     read_neff,
     schema,
     weight_file_path,
     write_neff,
 )
+from torchneuron.neff.container import SCHEDULE_PATH
+from torchneuron.neff.json_schema import MAX_TEXT
 from torchneuron.neff.weights import WEIGHT_NAME_PATTERN
 from torchneuron.neff.writer import assemble_neff, build_members, pack_tarball
 
@@ -340,7 +343,7 @@ def test_control_characters_and_duplicate_keys_are_refused(compiled):
 
 
 def test_too_many_values_are_refused_before_they_are_built(compiled, monkeypatch):
-    monkeypatch.setattr(schema, "MAX_JSON_VALUES", 1000)
+    monkeypatch.setattr(json_schema, "MAX_JSON_VALUES", 1000)
     refused(
         with_field(compiled, MANIFEST, ("many",), list(range(2000))),
         "manifest.json holds more than 1000 JSON values",
@@ -356,7 +359,7 @@ def test_unknown_keys_are_bounded_and_kept(compiled):
     neff.manifest = {**compiled.manifest, "future": {"layout": [1, 2.5, "x", None]}}
     assert read_neff(write_neff(neff)).manifest["future"] == {"layout": [1, 2.5, "x", None]}
     refused(
-        with_field(compiled, MANIFEST, ("future",), "x" * (schema.MAX_TEXT + 1)),
+        with_field(compiled, MANIFEST, ("future",), "x" * (MAX_TEXT + 1)),
         "manifest.json: future is 'xxxx",
     )
 

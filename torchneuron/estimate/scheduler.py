@@ -34,11 +34,11 @@ from torchneuron.estimate.memory_plan import (
     json_object,
     json_text,
 )
-from torchneuron.target.engines import COMPUTE_ENGINES, DMA_ENGINE, ENGINES
 
-SCHEDULE_FORMAT = "torchneuron-schedule"
-SCHEDULE_VERSION = 1
-SCHEDULE_PATH = "sg00/schedule.json"
+# SCHEDULE_PATH is named here too for the compiler and the runtime, which import it with Schedule.
+from torchneuron.neff.container import SCHEDULE_FORMAT, SCHEDULE_PATH, SCHEDULE_VERSION  # noqa: F401
+from torchneuron.neff.schema import ESTIMATES
+from torchneuron.target.engines import COMPUTE_ENGINES, DMA_ENGINE, ENGINES
 
 
 def _us(seconds: float) -> float:
@@ -283,17 +283,8 @@ class Schedule:
             engine: round(100.0 * seconds / self.latency_s, 2) for engine, seconds in busy.items()
         }
 
-    # The keys of ``summary()`` (readers of a NEFF's estimates check against them).
-    SUMMARY_KEYS = (
-        "latency_us",
-        "engine_busy_percent",
-        "hbm_bytes",
-        "peak_hbm_bytes",
-        "weights_bytes",
-        "flops",
-        "mfu",
-        "kernels",
-    )
+    # The keys of ``summary()``: the NEFF manifest's ``estimates`` (neff/schema.py).
+    SUMMARY_KEYS = tuple(ESTIMATES.optional)
 
     def summary(self) -> dict:
         """The figures stored in the NEFF manifest's ``estimates``."""

@@ -22,6 +22,11 @@ MANIFEST_PATH = "manifest.json"
 DEFINITION_PATH = "sg00/def.json"
 PROGRAM_PATH = "sg00/program.mlirbc"
 WEIGHT_INDEX_PATH = "sg00/weights.json"
+# The optional schedule member: the compiler's kernel schedule (estimate/scheduler.py
+# writes it, the runtime and describe read it); schema.SCHEDULE is its layout.
+SCHEDULE_PATH = "sg00/schedule.json"
+SCHEDULE_FORMAT = "torchneuron-schedule"
+SCHEDULE_VERSION = 1
 REQUIRED_MEMBERS = (MANIFEST_PATH, DEFINITION_PATH, PROGRAM_PATH, WEIGHT_INDEX_PATH)
 
 COMPRESSIONS = ("gzip", "none")

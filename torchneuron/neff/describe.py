@@ -12,11 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from torchneuron.estimate.scheduler import SCHEDULE_PATH, Schedule
-from torchneuron.neff.container import DEFINITION_PATH, MANIFEST_PATH, Neff
+from torchneuron.neff.container import DEFINITION_PATH, MANIFEST_PATH, SCHEDULE_PATH, Neff
 from torchneuron.neff.header import HEADER_SIZE, NeffHeader
 from torchneuron.neff.reader import check_header
-from torchneuron.neff.schema import load_schedule, parse_json
+from torchneuron.neff.schema import ESTIMATES, load_schedule, parse_json
 from torchneuron.neff.weights import weight_dtype_name
 from torchneuron.neff.writer import assemble_neff, build_members, neff_version_of, pack_tarball
 from torchneuron.target.engines import ENGINES
@@ -83,7 +82,7 @@ def _header_of(neff: Neff) -> tuple[NeffHeader, dict[str, bytes]]:
 
 def _estimate_lines(estimates: dict, manifest: dict) -> list[str]:
     """The manifest's ``estimates`` as labelled lines; unknown keys are listed as they are."""
-    known = set(Schedule.SUMMARY_KEYS)
+    known = set(ESTIMATES.optional)
     where = f"{manifest.get('target', '?')}, LNC={manifest.get('lnc', '?')}"
     lines = [f"estimates (cost model, one {where} logical NeuronCore):"]
     if isinstance(estimates.get("latency_us"), (int, float)):
