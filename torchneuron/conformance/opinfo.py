@@ -31,7 +31,7 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
-from torchneuron import settings
+from torchneuron.errors import CpuFallbackWarning
 from torchneuron.target import dtypes
 
 from . import sparse_samples
@@ -370,10 +370,10 @@ def _compile_sample(op, sample: dict):
         finally:
             torch._dynamo.reset()
     result = pytree.tree_map(_detached_copy, result)
-    fallbacks = [str(w.message) for w in caught if "runs on the CPU" in str(w.message)]
+    fallbacks = [w.message for w in caught if isinstance(w.message, CpuFallbackWarning)]
     if fallbacks:
         _check_against_references(result, sample, values=not op.has_nondeterministic_output)
-        raise _FellBack(_fallback_reason(fallbacks[0]))
+        raise _FellBack(fallbacks[0].reason)
     return result
 
 
@@ -389,12 +389,6 @@ def _dynamo_alone_fails(call: Callable, sample: dict) -> bool:
     except Exception:
         return True
     return False
-
-
-def _fallback_reason(message: str) -> str:
-    # "torchneuron: graph G runs on the CPU ... because it could not be compiled: <why>"
-    _, _, why = message.partition("could not be compiled: ")
-    return (why or message).split(f"\n(set {settings.NO_FALLBACK}")[0].splitlines()[0][:300]
 
 
 # -- eager mode ----------------------------------------------------------------------

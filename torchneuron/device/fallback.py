@@ -12,7 +12,7 @@ import threading
 import warnings
 
 from torchneuron import settings
-from torchneuron.errors import TorchNeuronError
+from torchneuron.errors import CpuFallbackWarning, TorchNeuronError
 
 _lock = threading.Lock()
 # op name -> why it could not be compiled (the first reason seen)
@@ -41,11 +41,14 @@ def record_fallback(op_name: str, reason: str) -> None:
             _fallback_ops[op_name] = reason
     if first:
         warnings.warn(
-            f"torchneuron: {op_name} is not supported on the neuron device and runs on the CPU "
-            f"instead (copy in, compute, copy back). Reason: {reason}. "
-            f"Set {settings.NO_FALLBACK}=1 to make this an error; torchneuron.get_fallback_ops() "
-            "lists every such op.",
-            RuntimeWarning,
+            CpuFallbackWarning(
+                f"torchneuron: {op_name} is not supported on the neuron device and runs on the "
+                f"CPU instead (copy in, compute, copy back). Reason: {reason}. "
+                f"Set {settings.NO_FALLBACK}=1 to make this an error; "
+                "torchneuron.get_fallback_ops() lists every such op.",
+                where=op_name,
+                reason=reason,
+            ),
             stacklevel=2,
         )
 
