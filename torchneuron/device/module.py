@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from torchneuron.device.stream_api import Event, Stream, set_stream
+from torchneuron.target.topology import DEVICE_TYPE
 
 
 def _not_registered() -> bool:
@@ -55,7 +56,7 @@ def _index(device: Any = None, *, optional: bool = True) -> int:
         index = device
     else:
         device = torch.device(device)
-        if device.type != "neuron":
+        if device.type != DEVICE_TYPE:
             raise ValueError(f"expected a neuron device, got {device}")
         if device.index is None:
             return current_device()
@@ -127,7 +128,7 @@ class device_of(device):
     """Context manager that makes the device of ``tensor`` current (no-op for CPU tensors)."""
 
     def __init__(self, tensor: torch.Tensor):
-        super().__init__(tensor.get_device() if tensor.device.type == "neuron" else None)
+        super().__init__(tensor.get_device() if tensor.device.type == DEVICE_TYPE else None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -242,7 +243,7 @@ def initial_seed() -> int:
 
 
 @_not_traced
-def get_rng_state(device: Any = "neuron") -> torch.Tensor:
+def get_rng_state(device: Any = DEVICE_TYPE) -> torch.Tensor:
     """The generator state of ``device`` as a CPU ``uint8`` tensor."""
     return default_generator(device).get_state()
 
@@ -253,7 +254,7 @@ def get_rng_state_all() -> list[torch.Tensor]:
 
 
 @_not_traced
-def set_rng_state(new_state: torch.Tensor, device: Any = "neuron") -> None:
+def set_rng_state(new_state: torch.Tensor, device: Any = DEVICE_TYPE) -> None:
     default_generator(device).set_state(new_state.detach().cpu())
 
 

@@ -34,6 +34,7 @@ import torch.distributed as dist
 
 from torchneuron.device import _C
 from torchneuron.distributed import positions
+from torchneuron.target.topology import DEVICE_TYPE
 
 # Each overridden op and the collective kind the cost model names it by.
 _OPS: dict[str, str] = {
@@ -143,14 +144,14 @@ def _serve_cpu(boxed_group: Any) -> None:
     try:
         process_group._get_backend(cpu)
     except RuntimeError:
-        backend = process_group._get_backend(torch.device("neuron"))
+        backend = process_group._get_backend(torch.device(DEVICE_TYPE))
         process_group._register_backend(cpu, dist.ProcessGroup.BackendType.GLOO, backend)
     _serving_cpu.add(name)
 
 
 def _to_host(value: Any, aliases: dict[int, torch.Tensor]) -> Any:
     if isinstance(value, torch.Tensor):
-        if value.device.type != "neuron":
+        if value.device.type != DEVICE_TYPE:
             return value
         alias = _C.host_alias(value, False)
         aliases[id(alias)] = value

@@ -14,9 +14,6 @@ Engine throughput tables have a ``"default"`` entry for dtypes not listed.
 
 ``INSTANCES`` holds the instance types and UltraServers (chips, topology, NeuronLink and EFA
 bandwidth) that ``torchneuron.estimate.collectives`` prices collectives on.
-
-Why this file is long: it is the one cited table of hardware figures (chips and instances);
-splitting it would scatter the figures and their sources over several files.
 """
 
 from __future__ import annotations
