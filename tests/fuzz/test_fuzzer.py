@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from torchneuron.fuzz.cases import lookup, select
+from torchneuron.fuzz.ops import lookup, select
 from torchneuron.fuzz.pool import FuzzPool, Task
 from torchneuron.fuzz.runner import fuzz_op
 
@@ -81,7 +81,7 @@ def test_pool_reports_a_hanging_case_as_crash():
 def test_a_difference_in_a_case_with_subnormals_is_counted_as_denormal_not_wrong():
     import torch
 
-    from torchneuron.fuzz.cases import lookup
+    from torchneuron.fuzz.ops import lookup
     from torchneuron.fuzz.runner import Observation, has_subnormals, verdict
 
     op = lookup("add")

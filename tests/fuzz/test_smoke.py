@@ -9,8 +9,8 @@ It fails on a wrong value or a crash of an op not listed in
 
 from __future__ import annotations
 
-from torchneuron.fuzz.cases import lookup
 from torchneuron.fuzz.expected import EXPECTED_FAILURES, problems
+from torchneuron.fuzz.ops import lookup
 from torchneuron.fuzz.pool import FuzzPool, Task
 from torchneuron.fuzz.report import format_report
 

@@ -54,8 +54,8 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    from .cases import select
     from .expected import EXPECTED_FAILURES, problems
+    from .ops import select
     from .pool import FuzzPool, Task
     from .report import format_report, totals
 

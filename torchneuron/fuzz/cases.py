@@ -19,7 +19,6 @@ Integer and bool results are always compared exactly.
 
 from __future__ import annotations
 
-import fnmatch
 import string
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -90,41 +89,3 @@ def register(op: FuzzOp) -> FuzzOp:
         raise ValueError(f"fuzz op {op.name!r} registered twice")
     REGISTRY[op.name] = op
     return op
-
-
-def select(patterns: str | list[str] | None) -> list[FuzzOp]:
-    """The registered ops matching comma-separated names or globs (default: all).
-
-    Self-test ops are chosen only by patterns that start with ``selftest.``: they
-    are deliberately wrong or crash.
-    """
-    from . import ops  # noqa: F401 - fills REGISTRY
-
-    if isinstance(patterns, str):
-        patterns = [p.strip() for p in patterns.split(",") if p.strip()]
-    wanted = patterns or ["*"]
-    if any(_may_name_opinfo(pattern) for pattern in wanted):
-        from .ops.opinfo import register_opinfo_ops
-
-        register_opinfo_ops()
-    chosen = []
-    for op in REGISTRY.values():
-        for pattern in wanted:
-            if op.family == SELFTEST_FAMILY and not pattern.startswith(SELFTEST_FAMILY):
-                continue
-            if fnmatch.fnmatchcase(op.name, pattern):
-                chosen.append(op)
-                break
-    return chosen
-
-
-def lookup(name: str) -> FuzzOp:
-    """The registered op called ``name`` (registering OpInfo ops when it is one)."""
-    matches = select([name])
-    if not matches or matches[0].name != name:
-        raise KeyError(f"no fuzz op named {name!r}")
-    return matches[0]
-
-
-def _may_name_opinfo(pattern: str) -> bool:
-    return pattern.startswith(("opinfo", "*", "?", "["))

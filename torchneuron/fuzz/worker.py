@@ -32,7 +32,7 @@ def main() -> int:
     import torchneuron  # noqa: F401 - registers the neuron device
     from torchneuron import backend  # noqa: F401 - the compiler and its imports
 
-    from .cases import lookup
+    from .ops import lookup
     from .repro import snippet
     from .runner import fuzz_op
 
