@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from torchneuron.conformance.fallbacks import FallbackRow, fallback_rows, markdown_table
+from torchneuron.testing.conformance.fallbacks import FallbackRow, fallback_rows, markdown_table
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[3] / "README.md"
 START, END = "<!-- fallback-table:start -->\n", "<!-- fallback-table:end -->"
 
 

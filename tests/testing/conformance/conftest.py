@@ -19,10 +19,10 @@ import os
 import pytest
 
 from torchneuron import settings
-from torchneuron.conformance import expectations
-from torchneuron.conformance.expectations import DEFAULT_PATH as DEFAULT_EXPECTATIONS
-from torchneuron.conformance.opinfo import DEFAULT_SAMPLES
-from torchneuron.conformance.sparse_samples import VARIANTS as SPARSE_VARIANTS
+from torchneuron.testing.conformance import expectations
+from torchneuron.testing.conformance.expectations import DEFAULT_PATH as DEFAULT_EXPECTATIONS
+from torchneuron.testing.conformance.opinfo import DEFAULT_SAMPLES
+from torchneuron.testing.conformance.sparse_samples import VARIANTS as SPARSE_VARIANTS
 
 GATING_DTYPE = "float32"
 COMPLEX_DTYPE = "complex64"
@@ -72,7 +72,7 @@ def gating_expectations() -> dict:
 @pytest.fixture(scope="session")
 def conformance_outcomes():
     """{(mode, dtype, entry): Outcome} for every gating expectation line that is selected."""
-    from torchneuron.conformance.pool import Task, WorkerPool
+    from torchneuron.testing.conformance.pool import Task, WorkerPool
 
     lines = [key for key in gating_expectations() if selected(key[2])]
     tasks = [Task(entry, mode, dtype, DEFAULT_SAMPLES) for mode, dtype, entry in lines]

@@ -1,6 +1,6 @@
 """A NEFF fuzz worker process: makes and runs the cases the parent names, one per line.
 
-    python -m torchneuron.fuzz.neff.worker CORPUS_DIR MUTATORS MEMORY_MIB [cli]
+    python -m torchneuron.testing.fuzz.neff.worker CORPUS_DIR MUTATORS MEMORY_MIB [cli]
 
 Protocol (``pool.WorkerPool``): the worker prints ``{"event": "ready"}`` once its
 imports are done and one of our seeds has run through every stage (``_warm_up``; with

@@ -1,6 +1,6 @@
 """Worker processes that fuzz ops, surviving crashes and hangs.
 
-Each worker (``python -m torchneuron.fuzz.worker``) fuzzes many ops, one after the
+Each worker (``python -m torchneuron.testing.fuzz.worker``) fuzzes many ops, one after the
 other, because starting one costs seconds. Before every case it reports the case's
 reproduction, so when the worker dies (a segfault in native code, an abort) or stays
 silent past ``case_timeout`` (a hang or deadlock), the op is reported as ``crash``
@@ -69,7 +69,7 @@ class _Worker:
         environment.update(WORKER_ENVIRONMENT)
         self.log = tempfile.TemporaryFile(mode="w+b")  # noqa: SIM115 - closed by stop()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "torchneuron.fuzz.worker"],
+            [sys.executable, "-m", "torchneuron.testing.fuzz.worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.log,

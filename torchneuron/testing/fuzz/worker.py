@@ -8,7 +8,7 @@ its imports are done; for each task line ``{"op", "seed", "examples", "modes",
 copy of the original stdout; file descriptor 1 itself points at stderr, so native
 code that prints cannot corrupt the protocol.
 
-    python -m torchneuron.fuzz.worker
+    python -m torchneuron.testing.fuzz.worker
 """
 
 from __future__ import annotations

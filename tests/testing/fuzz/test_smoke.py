@@ -3,16 +3,16 @@ chosen for breadth (arithmetic, division modes, -0.0, indexing, sorting, reducti
 out=, promotion, compiled functions on neuron tensors).
 
 It fails on a wrong value or a crash of an op not listed in
-``torchneuron.fuzz.expected.EXPECTED_FAILURES``, and on a listed op that now passes
+``torchneuron.testing.fuzz.expected.EXPECTED_FAILURES``, and on a listed op that now passes
 (remove it from the list: the fuzzer then guards the fix).
 """
 
 from __future__ import annotations
 
-from torchneuron.fuzz.expected import EXPECTED_FAILURES, problems
-from torchneuron.fuzz.ops import lookup
-from torchneuron.fuzz.pool import FuzzPool, Task
-from torchneuron.fuzz.report import format_report
+from torchneuron.testing.fuzz.expected import EXPECTED_FAILURES, problems
+from torchneuron.testing.fuzz.ops import lookup
+from torchneuron.testing.fuzz.pool import FuzzPool, Task
+from torchneuron.testing.fuzz.report import format_report
 
 SMOKE_OPS = (
     "add",

@@ -6,7 +6,7 @@ once its imports are done, then for every task line ``{"entry", "mode",
 Results go to a private copy of the original stdout; file descriptor 1 itself is
 pointed at stderr, so native code that prints cannot corrupt the protocol.
 
-    python -m torchneuron.conformance.worker
+    python -m torchneuron.testing.conformance.worker
 
 Entries named ``selftest.*`` exercise the pool's isolation rather than an op:
 ``selftest.pass`` passes, ``selftest.crash`` dies of SIGSEGV in native code and

@@ -5,10 +5,10 @@ import math
 import pytest
 import torch
 
-from torchneuron.conformance import expectations, report
-from torchneuron.conformance.compare import Mismatch, check_close
-from torchneuron.conformance.opinfo import Outcome, run_entry
-from torchneuron.conformance.pool import Task, WorkerPool
+from torchneuron.testing.conformance import expectations, report
+from torchneuron.testing.conformance.compare import Mismatch, check_close
+from torchneuron.testing.conformance.opinfo import Outcome, run_entry
+from torchneuron.testing.conformance.pool import Task, WorkerPool
 
 # -- comparison ----------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""PyTorch's OpInfo database on the neuron backend, held to tests/conformance/expectations.txt.
+"""PyTorch's OpInfo database on the neuron backend, held to tests/testing/conformance/expectations.txt.
 
 Every entry runs (in crash-isolating worker processes) in compile mode and in
 eager mode, float32; the entries that support sparse layouts run with COO and CSR
@@ -18,8 +18,8 @@ print(",".join(GATED_COMPLEX))')"
 
 import pytest
 
-from torchneuron.conformance import expectations
-from torchneuron.conformance.opinfo import MODES
+from torchneuron.testing.conformance import expectations
+from torchneuron.testing.conformance.opinfo import MODES
 
 from .conftest import (
     COMPLEX_DTYPE,
@@ -39,8 +39,8 @@ def _id(e) -> str:
 
 
 def _wanted_lines() -> set:
-    from torchneuron.conformance.opinfo import op_database
-    from torchneuron.conformance.sparse_samples import split_variant, supports
+    from torchneuron.testing.conformance.opinfo import op_database
+    from torchneuron.testing.conformance.sparse_samples import split_variant, supports
 
     wanted = set()
     for entry, op in op_database().items():

@@ -26,6 +26,6 @@ def problems(results: list[OpResult], expected=None) -> list[str]:
             family, reason = expected[result.op]
             found.append(
                 f"{result.op}: passed but is listed as an expected failure ({family}: {reason}); "
-                "remove it from torchneuron/fuzz/expected.py"
+                "remove it from torchneuron/testing/fuzz/expected.py"
             )
     return found

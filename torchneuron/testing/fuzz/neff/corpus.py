@@ -15,7 +15,7 @@ The folder is ``<tmp>/torchneuron-neff-fuzz-<uid>/<fingerprint>``, where the
 fingerprint covers the versions of torch, torch-mlir and jaxlib and the size and
 mtime of every compiler source file, so an edit of the compiler builds a fresh
 corpus. Building imports torch and the compiler, so it runs in a child process
-(``python -m torchneuron.fuzz.neff.corpus DIR``): the fuzzer's own process stays light.
+(``python -m torchneuron.testing.fuzz.neff.corpus DIR``): the fuzzer's own process stays light.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def ensure_corpus(directory: Path | None = None, *, timeout: float = 600.0) -> P
     staging = Path(tempfile.mkdtemp(prefix=".building-", dir=directory.parent))
     try:
         completed = subprocess.run(
-            [sys.executable, "-m", "torchneuron.fuzz.neff.corpus", str(staging)],
+            [sys.executable, "-m", "torchneuron.testing.fuzz.neff.corpus", str(staging)],
             capture_output=True,
             text=True,
             timeout=timeout,

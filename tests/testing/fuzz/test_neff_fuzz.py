@@ -13,11 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from torchneuron.fuzz.neff.cases import DEFAULT_MUTATORS, MUTATORS, CaseMaker
-from torchneuron.fuzz.neff.corpus import ensure_corpus, load_corpus
-from torchneuron.fuzz.neff.mutate_content import forbidden_program_text
-from torchneuron.fuzz.neff.pack import crc32_after_zeros, finish, gzip_with_zeros, open_draft
 from torchneuron.neff import NeffError, read_neff
+from torchneuron.testing.fuzz.neff.cases import DEFAULT_MUTATORS, MUTATORS, CaseMaker
+from torchneuron.testing.fuzz.neff.corpus import ensure_corpus, load_corpus
+from torchneuron.testing.fuzz.neff.mutate_content import forbidden_program_text
+from torchneuron.testing.fuzz.neff.pack import (
+    crc32_after_zeros,
+    finish,
+    gzip_with_zeros,
+    open_draft,
+)
 
 SMOKE_CASES = 240
 INJECTED_CASES = 6
@@ -36,7 +41,15 @@ def maker(corpus_dir) -> CaseMaker:
 
 def _fuzz(out: Path, *options: str, timeout: float = 600) -> tuple[int, dict, str]:
     completed = subprocess.run(
-        [sys.executable, "-m", "torchneuron.fuzz.neff", "--out", str(out), "--quiet", *options],
+        [
+            sys.executable,
+            "-m",
+            "torchneuron.testing.fuzz.neff",
+            "--out",
+            str(out),
+            "--quiet",
+            *options,
+        ],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -153,7 +166,7 @@ def test_forbidden_text_holds_the_op_in_place_of_the_returned_value(maker):
 
 
 def test_a_forbidden_case_that_loads_is_reported_as_forbidden_executed(maker):
-    from torchneuron.fuzz.neff.execute import run_case
+    from torchneuron.testing.fuzz.neff.execute import run_case
 
     entry = next(e for e in maker.corpus if e.name == "eager-mul")
     # The seed's own program loads; marked forbidden, reaching execution is the failure.

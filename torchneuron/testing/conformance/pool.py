@@ -64,7 +64,7 @@ class _Worker:
         # lives as long as the worker; closed by stop()
         self.log = tempfile.TemporaryFile(mode="w+b")  # noqa: SIM115
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "torchneuron.conformance.worker"],
+            [sys.executable, "-m", "torchneuron.testing.conformance.worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.log,

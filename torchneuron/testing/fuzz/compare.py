@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
-from torchneuron.conformance.compare import TOLERANCES
+from torchneuron.testing.conformance.compare import TOLERANCES
 
 
 class Difference(Exception):

@@ -29,7 +29,9 @@ HEADER = """\
 # Refresh with `python -m torchneuron.conformance --update-expectations` and review the diff.
 """
 # The checked-in file (a source checkout: the package sits next to tests/).
-DEFAULT_PATH = Path(__file__).resolve().parents[2] / "tests" / "conformance" / "expectations.txt"
+DEFAULT_PATH = (
+    Path(__file__).resolve().parents[3] / "tests" / "testing" / "conformance" / "expectations.txt"
+)
 # Statuses that must be named exactly by their xfail line: never accepted silently.
 MUST_BE_LISTED = ("fail", "crash", "timeout")
 

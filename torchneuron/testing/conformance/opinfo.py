@@ -14,7 +14,7 @@ each result with eager PyTorch on the CPU:
 - ``eager``: inputs moved to the ``neuron`` device, the op called directly (each
   ATen op compiled to a NEFF); ops that ran on the CPU are reported as fallback.
 
-This runs in whatever process calls it; ``torchneuron.conformance.pool`` runs it
+This runs in whatever process calls it; ``torchneuron.testing.conformance.pool`` runs it
 in worker processes so that a crash in native code only costs one entry.
 """
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from torchneuron.fuzz.ops import lookup, select
-from torchneuron.fuzz.pool import FuzzPool, Task
-from torchneuron.fuzz.runner import fuzz_op
+from torchneuron.testing.fuzz.ops import lookup, select
+from torchneuron.testing.fuzz.pool import FuzzPool, Task
+from torchneuron.testing.fuzz.runner import fuzz_op
 
 
 @pytest.fixture(autouse=True)
@@ -81,8 +81,8 @@ def test_pool_reports_a_hanging_case_as_crash():
 def test_a_difference_in_a_case_with_subnormals_is_counted_as_denormal_not_wrong():
     import torch
 
-    from torchneuron.fuzz.ops import lookup
-    from torchneuron.fuzz.runner import Observation, has_subnormals, verdict
+    from torchneuron.testing.fuzz.ops import lookup
+    from torchneuron.testing.fuzz.runner import Observation, has_subnormals, verdict
 
     op = lookup("add")
     flushed = Observation(state={"result": torch.tensor([0.0]), "inputs after": []})

@@ -1,6 +1,6 @@
 """Worker processes that run NEFF fuzz cases, surviving crashes and hangs.
 
-Each worker (``python -m torchneuron.fuzz.neff.worker``) runs many cases, because
+Each worker (``python -m torchneuron.testing.fuzz.neff.worker``) runs many cases, because
 starting one (XLA, the MLIR bindings) costs about a second. A worker that dies
 during a case makes that case a ``crash`` (the signal and the first telling line of
 its stderr: an LLVM error, a glibc message, Python's fatal error); one that says
@@ -64,7 +64,7 @@ class _Worker:
         os.close(handle)
         log_fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "torchneuron.fuzz.neff.worker", corpus_dir,
+            [sys.executable, "-m", "torchneuron.testing.fuzz.neff.worker", corpus_dir,
              ",".join(mutators), str(memory_mib), "cli" if cli else "no-cli"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
