@@ -1,6 +1,7 @@
 """torch.compile(backend="neuron") end to end: numerics and gradients against eager CPU."""
 
 import copy
+import re
 import warnings
 
 import pytest
@@ -8,6 +9,7 @@ import torch
 
 from torchneuron import backend as backend_module
 from torchneuron.compiler.pipeline import clear_memory_cache, compile_graph
+from torchneuron.errors import CpuFallbackWarning
 from torchneuron.lru import LRU
 from torchneuron.settings import SettingsError
 from torchneuron.target import topology
@@ -106,9 +108,15 @@ def _unlowerable(x):
 def test_unlowerable_op_falls_back_to_cpu_with_warning(monkeypatch):
     monkeypatch.delenv("TORCHNEURON_NO_FALLBACK", raising=False)
     x = torch.randn(4, 4)
-    with pytest.warns(UserWarning, match="runs on the CPU"):
+    with pytest.warns(UserWarning, match="runs on the CPU") as caught:
         actual = torch.compile(_unlowerable, backend="neuron")(x)
     torch.testing.assert_close(actual, _unlowerable(x))
+    # tools read the warning's fields, never its text: where, and why on one line
+    (warning,) = [w.message for w in caught if isinstance(w.message, CpuFallbackWarning)]
+    assert re.fullmatch(r"graph\d+_forward", warning.where)
+    assert warning.reason.startswith("no lowering to StableHLO for aten._linalg_eigh")
+    assert "\n" not in warning.reason and len(warning.reason) <= 300
+    assert f"could not be compiled: {warning.reason}" in str(warning)
 
 
 @pytest.mark.parametrize("word", ["false", "0", "off", ""])

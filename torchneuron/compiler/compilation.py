@@ -33,9 +33,6 @@ from .stages import STAGES, CompileError
 from .versions import build_version, dependency_versions
 
 TARGETS = ("trn2", "trn3")
-# Run after the pass pipeline on every compile: they only annotate (neuron.kernel,
-# neuron.engine), so the program is unchanged, and the estimate reads what they decide.
-SCHEDULE_PIPELINE = "fuse-kernels,assign-engines"
 
 
 class HbmCapacityError(CompileError):
@@ -77,6 +74,10 @@ class CompiledGraph:
     # run-time checks, as the manifest lists them: output (position among the program's
     # results), error (kind), message
     checks: list[dict] = field(default_factory=list)
+    # The program takes one input more than the FX graph, last: the key of its random
+    # draws (int64[2]), which the caller draws afresh at every call (compile_graph
+    # seeds the graph's random ops, lowering/rules/random.py).
+    takes_random_key: bool = False
 
 
 @dataclass
@@ -130,6 +131,7 @@ class Compilation:
         self.neff: bytes | None = None
         self.schedule = None
         self.estimate_seconds = 0.0
+        self.takes_random_key = False  # the graph was seeded (compile_graph)
 
     def run(self, first: str) -> CompiledGraph:
         stage_functions: dict[str, Callable[[], str]] = {
@@ -143,6 +145,7 @@ class Compilation:
             self.dump_dir.mkdir(parents=True, exist_ok=True)
         if first == "neff":  # an optimized program given: annotate and estimate it afresh
             from torchneuron.passes import PassContext
+            from torchneuron.passes.pipelines import SCHEDULE_PIPELINE
 
             program.strip_annotations(self.module)
             context = PassContext(weights={})
@@ -189,6 +192,7 @@ class Compilation:
 
     def _optimized(self) -> str:
         from torchneuron.passes import PassContext, PassManager
+        from torchneuron.passes.pipelines import SCHEDULE_PIPELINE
         from torchneuron.passes.registry import split_pipeline
 
         manager = PassManager.from_pipeline(self.pipeline, **self._manager_options())
@@ -239,6 +243,7 @@ class Compilation:
     def _neff(self) -> str:
         from torchneuron.estimate.scheduler import SCHEDULE_PATH
         from torchneuron.neff import Neff, describe, weight_file_path, write_neff
+        from torchneuron.neff.schema import MANIFEST_FORMAT
 
         arguments, results = program.signature_of(self.module)
         weight_arrays = self._weight_arrays(arguments)
@@ -260,7 +265,7 @@ class Compilation:
         ]
         sources = self.request.weight_sources
         manifest = {
-            "format": "torchneuron-neff",
+            "format": MANIFEST_FORMAT,
             "name": self.name,
             "signature": {
                 "inputs": [program.spec(a) for a in inputs],
@@ -408,6 +413,7 @@ class Compilation:
             schedule=self.schedule,
             estimate_seconds=self.estimate_seconds,
             checks=self._checks() if self.module is not None and outputs else [],
+            takes_random_key=self.takes_random_key,
         )
 
 

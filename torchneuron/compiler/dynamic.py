@@ -1,4 +1,4 @@
-"""Dynamic shapes compiled once: one StableHLO program with ``?`` dimensions, specialized per shape.
+"""Dynamic shapes compiled once: the front half, which lowers a symbolic graph once.
 
 A graph with symbolic sizes (``torch.compile(dynamic=True)``, ``mark_dynamic``,
 automatic dynamic, ``torch.export`` with ``Dim``) goes through the front half of the
@@ -6,18 +6,14 @@ compiler once::
 
     fx (symbolic) ──► torch ──► stablehlo (tensor<?x..>) ──► legalize-to-stablehlo
 
-giving a ``DynamicProgram``: the StableHLO text with dynamic dimensions, its symbolic
-signature (which input dimension is which symbol, each symbol's range) and, on
-request, one NEFF holding both (``to_neff``/``from_neff``, ``dynamic_neff.py``;
-``run`` binds, specializes, loads and executes it). ``DynamicProgram.specialize(shapes)`` is the back half,
-run once per concrete shape and cached: StableHLO shape refinement of the stored
-program (``stablehlo-refine-arguments`` with the concrete argument types, then
-``stablehlo-refine-shapes``), then the usual pass pipeline (whose
-``stablehlo-canonicalize-dynamism`` turns the now-constant ``dynamic_*`` ops static),
-the cost model and the NEFF writer; the runtime's XLA compile follows at load.
-
-``STATS`` counts front-half compiles and per-shape specializations, so tests and the
-benchmark can assert "compiled once".
+giving a ``DynamicProgram`` (``dynamic_program.py``): the StableHLO text with dynamic
+dimensions, its symbolic signature (``dynamic_signature.py``: which input dimension is
+which symbol, each symbol's range) and, on request, one NEFF holding both
+(``to_neff``/``from_neff``, ``dynamic_neff.py``; ``run`` binds, specializes, loads and
+executes it). ``DynamicProgram.specialize(shapes)`` is the back half, run once per
+concrete shape and cached. Under torch.compile, ``dynamic_functions.py`` runs the
+program (``DynamicGraphFunction``), or compiles per shape where a graph cannot stay
+symbolic.
 
 Graph inputs that are sizes (Dynamo passes ``s0`` itself beside a tensor of size
 ``s0``) are not program arguments: each becomes ``aten.sym_size`` of a tensor input
@@ -25,18 +21,15 @@ with that size, and the caller's value is checked against the tensors'. A size t
 is a graph output (AOTAutograd saves sizes for the backward pass) is computed at call
 time from the bound symbols.
 
-Why this file is long: the symbolic signature (binding, its JSON form checked as input
-from strangers, the size-expression parser that never evaluates Python), the front
-half and the per-shape specialization all read the same signature; split, each part
-would reach into the others.
+This module is also the dynamic-shape compiler's front door: the program, its
+signature and the counters (``STATS``, ``reset_stats``, ``stats``) are importable from
+here.
 """
 
 from __future__ import annotations
 
-import ast
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,388 +40,45 @@ from torch_mlir import ir
 
 from torchneuron.errors import TorchNeuronError
 from torchneuron.lowering.errors import DynamicShapeError
-from torchneuron.lru import LRU
 from torchneuron.neff import dynamic as neff_dynamic
 
-from . import program, stages, tensors
-from .compilation import Compilation, CompiledGraph, Request
+from . import stages, tensors
+from .compilation import Compilation, Request
+from .dynamic_program import (
+    SPECIALIZATION_CAPACITY,
+    STATS,
+    DynamicProgram,
+    compile_refined,
+    refine,
+    reset_stats,
+    stats,
+)
+from .dynamic_signature import (
+    MAX_DIMENSION,
+    ShapeConstraintError,
+    SymbolicSignature,
+    evaluate,
+    expression_symbols,
+    expression_text,
+    holds,
+)
 
-# Counters of this process: front_half (graphs lowered once with symbolic sizes),
-# specializations (back-half compiles, one per concrete shape), specialization_hits
-# (calls answered by an already specialized program), per_shape_front_half (graphs
-# that could not stay symbolic and were retraced for a shape: the old path).
-STATS: dict[str, int] = {}
-_STAT_NAMES = ("front_half", "specializations", "specialization_hits", "per_shape_front_half")
-
-
-def reset_stats() -> None:
-    """Set every counter of ``STATS`` to zero."""
-    for name in _STAT_NAMES:
-        STATS[name] = 0
-
-
-def stats() -> dict[str, int]:
-    """A copy of ``STATS``."""
-    return dict(STATS)
-
-
-reset_stats()
-
-# The JSON form's checks live with the NEFF format (input from strangers); one place.
-MAX_DIMENSION = neff_dynamic.MAX_DIMENSION
-expression_symbols = neff_dynamic.expression_symbols
-# Specialized programs kept per DynamicProgram (one per concrete shape).
-SPECIALIZATION_CAPACITY = 64
-
-
-class ShapeConstraintError(TorchNeuronError, ValueError):
-    """Concrete input shapes that break a dynamic program's symbolic signature."""
-
-
-@dataclass(frozen=True)
-class SymbolicSignature:
-    """Which input dimension is which symbol, and each symbol's range.
-
-    ``inputs``: per runtime input (program order) its name, dtype and shape, each
-    dimension an int or an expression over the symbols (``"s0"``, ``"2*s0"``).
-    ``symbols``: name -> ``(min, max)``, max None when unbounded.
-    """
-
-    inputs: tuple[dict, ...]
-    symbols: dict[str, tuple[int, int | None]]
-    # relations between the symbols the program assumes (``"s0 != 1"``), checked at bind
-    guards: tuple[str, ...] = ()
-
-    def bind(self, shapes: Sequence[Sequence[int]]) -> dict[str, int]:
-        """The value of every symbol for inputs of ``shapes``; ``ShapeConstraintError``
-        naming the input and dimension when they break the signature."""
-        if len(shapes) != len(self.inputs):
-            raise ShapeConstraintError(
-                f"the dynamic program takes {len(self.inputs)} inputs, {len(shapes)} were given"
-            )
-        values: dict[str, int] = {}
-        origin: dict[str, str] = {}  # symbol -> the input dimension it was bound from
-        for spec, shape in zip(self.inputs, shapes):
-            if len(shape) != len(spec["shape"]):
-                raise ShapeConstraintError(
-                    f"input {spec['name']!r} has {len(shape)} dimensions, the program's "
-                    f"signature {_shape_text(spec['shape'])} has {len(spec['shape'])}"
-                )
-            for axis, (dim, size) in enumerate(zip(spec["shape"], shape)):
-                if isinstance(dim, str) and dim in self.symbols:
-                    origin.setdefault(dim, f"input {spec['name']!r} dimension {axis}")
-                    if values.setdefault(dim, int(size)) != size:
-                        raise ShapeConstraintError(
-                            f"input {spec['name']!r} dimension {axis} is {size} but symbol "
-                            f"{dim} is {values[dim]} (from another input); the program's "
-                            f"signature requires them equal"
-                        )
-        for name, (low, high) in self.symbols.items():
-            if name not in values:
-                raise ShapeConstraintError(f"symbol {name} is not the size of any input dimension")
-            value = values[name]
-            if value < low or (high is not None and value > high):
-                bound = f"[{low}, {high if high is not None else 'inf'}]"
-                raise ShapeConstraintError(
-                    f"{origin[name]} is {value}: symbol {name} = {value} is outside its "
-                    f"range {bound}; the dynamic program was compiled for sizes in that "
-                    "range only"
-                )
-        for spec, shape in zip(self.inputs, shapes):
-            for axis, (dim, size) in enumerate(zip(spec["shape"], shape)):
-                expected = dim if isinstance(dim, int) else evaluate(dim, values)
-                if expected != size:
-                    raise ShapeConstraintError(
-                        f"input {spec['name']!r} dimension {axis} is {size}, the program's "
-                        f"signature {_shape_text(spec['shape'])} requires "
-                        + (f"{dim}" if isinstance(dim, int) else f"{dim} = {expected}")
-                    )
-        for guard in self.guards:
-            if not holds(guard, values):
-                bound = ", ".join(
-                    f"{n} = {values[n]}" for n in sorted(neff_dynamic.guard_symbols(guard))
-                )
-                raise ShapeConstraintError(
-                    f"the program's guard {guard} fails for {bound} (input shapes "
-                    f"{[list(s) for s in shapes]})"
-                )
-        return values
-
-    def to_json(self) -> dict:
-        return {
-            "inputs": [dict(spec) for spec in self.inputs],
-            "symbols": {n: {"min": lo, "max": hi} for n, (lo, hi) in self.symbols.items()},
-        }
-
-    @classmethod
-    def from_json(cls, data: Any) -> SymbolicSignature:
-        """The signature in ``data`` (a NEFF manifest's ``dynamic`` entry, input from
-        strangers); ``ValueError`` saying what is malformed."""
-        inputs, symbols = neff_dynamic.parse_signature(data)
-        return cls(inputs, symbols)
-
-
-def _shape_text(shape: Sequence) -> str:
-    return "[" + ", ".join(str(d) for d in shape) + "]"
-
-
-def evaluate(text: str, values: dict[str, int]) -> int:
-    """The value of size expression ``text`` (checked by ``expression_symbols``)."""
-    expression_symbols(text)
-    return _value(ast.parse(text, mode="eval").body, values, text)
-
-
-def holds(guard: str, values: dict[str, int]) -> bool:
-    """Whether guard ``guard`` (one comparison of sizes, ``neff.dynamic.guard_symbols``)
-    holds for the symbols' ``values``."""
-    neff_dynamic.guard_symbols(guard)
-    node = ast.parse(guard, mode="eval").body
-    left = _value(node.left, values, guard)
-    right = _value(node.comparators[0], values, guard)
-    return _COMPARE[type(node.ops[0])](left, right)
-
-
-_COMPARE = {
-    ast.Eq: lambda a, b: a == b,
-    ast.NotEq: lambda a, b: a != b,
-    ast.Lt: lambda a, b: a < b,
-    ast.LtE: lambda a, b: a <= b,
-    ast.Gt: lambda a, b: a > b,
-    ast.GtE: lambda a, b: a >= b,
-}
-
-
-def _value(node: ast.AST, values: dict[str, int], text: str) -> int:
-    """Our walk of a checked size expression (never Python's eval)."""
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.Name):
-        return values[node.id]
-    if not isinstance(node, ast.BinOp):
-        raise ShapeConstraintError(f"{text!r} is not a size expression")
-    left, right = _value(node.left, values, text), _value(node.right, values, text)
-    if isinstance(node.op, ast.Add):
-        return left + right
-    if isinstance(node.op, ast.Sub):
-        return left - right
-    if isinstance(node.op, ast.Mult):
-        return left * right
-    if right == 0:
-        raise ShapeConstraintError(f"size expression {text} divides by zero")
-    return left // right
-
-
-def _expression_text(expr) -> str:
-    """A sympy size expression as ``expression_symbols`` reads it; DynamicShapeError otherwise."""
-    import sympy
-
-    if isinstance(expr, sympy.Integer):
-        return str(int(expr))
-    if isinstance(expr, sympy.Symbol):
-        return expr.name
-    if isinstance(expr, (sympy.Add, sympy.Mul)):
-        parts = [_expression_text(arg) for arg in expr.args]
-        joiner = " + " if isinstance(expr, sympy.Add) else "*"
-        return "(" + joiner.join(parts) + ")"
-    if type(expr).__name__ == "FloorDiv":
-        return f"({_expression_text(expr.args[0])} // {_expression_text(expr.args[1])})"
-    raise DynamicShapeError(f"size expression {expr} has no form a dynamic program can check")
-
-
-@dataclass
-class DynamicProgram:
-    """A graph lowered once with symbolic sizes; ``specialize`` compiles it for one shape."""
-
-    name: str
-    target: str
-    pipeline: str | None
-    text: str  # StableHLO with dynamic dimensions, arguments marked
-    signature: SymbolicSignature
-    weights: dict[str, np.ndarray]
-    weight_sources: dict[str, str]
-    output_names: Sequence[str] | None
-    output_count: int
-    none_outputs: tuple[int, ...]
-    constant_outputs: dict[int, Any]
-    # outputs that are sizes: position -> size expression over the symbols
-    size_outputs: dict[int, str] = field(default_factory=dict)
-    front_half_seconds: float = 0.0
-    _specialized: LRU = field(default_factory=lambda: LRU(SPECIALIZATION_CAPACITY), repr=False)
-    _loaded: LRU = field(default_factory=lambda: LRU(SPECIALIZATION_CAPACITY), repr=False)
-
-    def specialize(self, shapes: Sequence[Sequence[int]]) -> CompiledGraph:
-        """The program compiled for inputs of ``shapes`` (cached per shape)."""
-        key = tuple(tuple(int(d) for d in s) for s in shapes)
-        hit = self._specialized.get(key)
-        if hit is not None:
-            STATS["specialization_hits"] += 1
-            return hit
-        self.signature.bind(key)
-        start = time.perf_counter()
-        refined = refine(self.text, key, self.signature)
-        refine_seconds = time.perf_counter() - start
-        compiled = compile_refined(
-            refined,
-            name=f"{self.name}_" + "_".join("x".join(map(str, s)) or "s" for s in key),
-            target=self.target,
-            pipeline=self.pipeline,
-            weights=self.weights,
-            weight_sources=self.weight_sources,
-            output_names=self.output_names,
-        )
-        positions = self._graph_positions()
-        compiled = replace(
-            compiled,
-            output_count=self.output_count - len(self.size_outputs),
-            none_outputs=tuple(positions[i] for i in self.none_outputs),
-            constant_outputs={positions[i]: v for i, v in self.constant_outputs.items()},
-        )
-        compiled.stage_seconds = {"refine": refine_seconds, **compiled.stage_seconds}
-        STATS["specializations"] += 1
-        self._specialized.put(key, compiled)
-        return compiled
-
-    def optimized(self, shapes: Sequence[Sequence[int]], target: str | None = None) -> str:
-        """The program refined to ``shapes`` and through the pass pipeline, not
-        compiled further (what ``neuronc estimate --shape`` prices); not cached."""
-        key = tuple(tuple(int(d) for d in s) for s in shapes)
-        self.signature.bind(key)
-        compiled = compile_refined(
-            refine(self.text, key, self.signature),
-            name=self.name,
-            target=target or self.target,
-            pipeline=self.pipeline,
-            weights=self.weights,
-            weight_sources=self.weight_sources,
-            output_names=self.output_names,
-            stop_after="optimized",
-        )
-        return compiled.artifacts["optimized"]
-
-    def run(self, arrays: Sequence[np.ndarray], core: int = 0) -> list[np.ndarray]:
-        """The program's outputs for ``arrays``: its symbols bound from their shapes
-        (``ShapeConstraintError`` when they break the signature), specialized once per
-        shape, loaded once per shape and core, executed. Outputs that are None,
-        constants or sizes are not among them (``output_positions`` says which are)."""
-        from torchneuron.runtime import load_neff
-
-        shapes = tuple(tuple(int(d) for d in np.shape(a)) for a in arrays)
-        for spec, array in zip(self.signature.inputs, arrays):
-            dtype = _numpy_dtype_name(array)
-            if dtype != spec["dtype"]:
-                raise ShapeConstraintError(
-                    f"input {spec['name']!r} is {dtype}, the dynamic program takes {spec['dtype']}"
-                )
-        compiled = self.specialize(shapes)
-        loaded = self._loaded.get((shapes, core))
-        if loaded is None:
-            loaded = load_neff(compiled.neff, core)
-            self._loaded.put((shapes, core), loaded)
-        return loaded.execute([np.asarray(a) for a in arrays])
-
-    def output_positions(self) -> list[int]:
-        """The graph output position of each output the program computes."""
-        skipped = {*self.none_outputs, *self.constant_outputs, *self.size_outputs}
-        return [i for i in range(self.output_count) if i not in skipped]
-
-    def _graph_positions(self) -> dict[int, int]:
-        """Position among all outputs -> position among the outputs that are not sizes."""
-        kept = [i for i in range(self.output_count) if i not in self.size_outputs]
-        return {i: k for k, i in enumerate(kept)}
-
-    def sizes(self, values: dict[str, int]) -> dict[int, int]:
-        """The size outputs' values once the symbols are bound."""
-        return {i: evaluate(text, values) for i, text in self.size_outputs.items()}
-
-    @property
-    def specializations(self) -> int:
-        return len(self._specialized)
-
-    # -- the dynamic NEFF ------------------------------------------------------
-
-    def to_neff(self) -> bytes:
-        """One NEFF holding this program with its symbolic signature, guards and weights
-        (``neff/dynamic.py`` gives the layout); ``from_neff`` reads it back."""
-        from .dynamic_neff import dynamic_neff
-
-        return dynamic_neff(self)
-
-    @classmethod
-    def from_neff(
-        cls, source: Any, *, target: str | None = None, where: str | None = None
-    ) -> DynamicProgram:
-        """The dynamic program a NEFF holds (a ``Neff``, NEFF bytes or a path), checked as
-        input from strangers; every failure is one ``NeffError`` line naming the field
-        (after ``where``, the file by default)."""
-        from .dynamic_neff import program_of_neff
-
-        return program_of_neff(source, target=target, where=where)
-
-
-def _numpy_dtype_name(array) -> str:
-    from torchneuron.neff.weights import weight_dtype_name
-
-    return weight_dtype_name(np.asarray(array).dtype) or str(np.asarray(array).dtype)
-
-
-def compile_refined(text: str, **keywords) -> CompiledGraph:
-    """The back half for one refined (static) program: passes, estimate, NEFF."""
-    from .pipeline import compile_artifact
-
-    return compile_artifact(text, "stablehlo", where="refined dynamic program", **keywords)
-
-
-def refine(text: str, shapes: Sequence[Sequence[int]], signature: SymbolicSignature) -> str:
-    """``text`` with its inputs given ``shapes`` and every shape refined from them."""
-    from torch_mlir.passmanager import PassManager
-
-    from torchneuron.passes.upstream import _register_stablehlo_passes
-
-    _register_stablehlo_passes()
-    module = ir.Module.parse(text, stages.make_context())
-    func = program.main_function(module)
-    function_type = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
-    argument_types = []
-    shapes_iter = iter(shapes)
-    arguments, _ = _arguments_of(module)
-    for mlir_type, (kind, _name) in zip(function_type.inputs, arguments):
-        tensor_type = ir.RankedTensorType(mlir_type)
-        if kind == "input":
-            shape = next(shapes_iter)
-            element = tensor_type.element_type
-            with module.context, ir.Location.unknown():
-                argument_types.append(str(ir.RankedTensorType.get(list(shape), element)))
-        else:
-            argument_types.append(str(mlir_type))
-    pipeline = (
-        f"builtin.module(stablehlo-refine-arguments{{types={','.join(argument_types)}}},"
-        "stablehlo-refine-shapes)"
-    )
-    try:
-        PassManager.parse(pipeline, context=module.context).run(module.operation)
-    except Exception as error:
-        raise ShapeConstraintError(
-            f"shape refinement of the dynamic program for input shapes {list(shapes)} failed: "
-            f"{' '.join(str(error).split())[:600]}"
-        ) from None
-    return str(module)
-
-
-def _arguments_of(module: ir.Module) -> tuple[list[tuple[str, str]], int]:
-    """(kind, name) of every @main argument, read from its marks."""
-    func = program.main_function(module)
-    marks = []
-    attrs = ir.ArrayAttr(func.attributes["arg_attrs"])
-    for i in range(len(attrs)):
-        entry = ir.DictAttr(attrs[i])
-        if program.WEIGHT_ATTR in entry:
-            marks.append(("weight", ir.StringAttr(entry[program.WEIGHT_ATTR]).value))
-        else:
-            marks.append(("input", ir.StringAttr(entry[program.INPUT_ATTR]).value))
-    return marks, len(marks)
-
-
-# -- the front half -------------------------------------------------------------
+__all__ = [
+    "MAX_DIMENSION",
+    "SPECIALIZATION_CAPACITY",
+    "STATS",
+    "DynamicProgram",
+    "ShapeConstraintError",
+    "SymbolicSignature",
+    "compile_dynamic_graph",
+    "compile_refined",
+    "evaluate",
+    "expression_symbols",
+    "holds",
+    "refine",
+    "reset_stats",
+    "stats",
+]
 
 
 def compile_dynamic_graph(
@@ -620,7 +270,7 @@ def _signature(prepared) -> SymbolicSignature:
             if isinstance(expr, sympy.Integer):
                 shape.append(int(expr))
                 continue
-            shape.append(_expression_text(expr))
+            shape.append(expression_text(expr))
             for symbol in expr.free_symbols:
                 shape_env = dim.node.shape_env
                 bounds = dim.node.shape_env.var_to_range.get(symbol)
@@ -667,7 +317,7 @@ def _guards(shape_env, symbols: set[str]) -> tuple[str, ...]:
         if relation is None or not {s.name for s in expr.free_symbols} <= symbols:
             continue
         try:
-            text = f"{_expression_text(expr.lhs)} {relation} {_expression_text(expr.rhs)}"
+            text = f"{expression_text(expr.lhs)} {relation} {expression_text(expr.rhs)}"
             neff_dynamic.guard_symbols(text)
         except (DynamicShapeError, ValueError):
             continue
@@ -740,7 +390,7 @@ def _sizes_from_tensors(
     for i, r in enumerate(results):
         value = r.meta.get("val") if isinstance(r, torch.fx.Node) else r
         if isinstance(value, torch.SymInt):
-            size_outputs[i] = _expression_text(value.node.expr)
+            size_outputs[i] = expression_text(value.node.expr)
         else:
             kept.append(r)
     if size_outputs:

@@ -1,11 +1,15 @@
-"""A dynamic program in one NEFF: ``DynamicProgram.to_neff`` and ``from_neff``.
+"""A dynamic program in one NEFF: what ``DynamicProgram.to_neff`` and ``from_neff`` call.
 
 The layout is the NEFF format's (``torchneuron/neff/dynamic.py``, docs/neff-format.md
 section 3.1): the manifest's ``dynamic`` entry (symbolic signature, guards, outputs),
 the StableHLO text with ``?`` dimensions as the program member, the weights as in any
-NEFF. The reader checks the entry; ``program_of_neff`` parses the program, which needs
+NEFF. The reader checks the entry; ``program_fields`` parses the program, which needs
 MLIR, and checks it against the entry (``_check_stored_program``), so a hostile program
 is one ``NeffError`` line, never a crash or a wrong answer.
+
+The program's class (``dynamic_program.py``) calls this module and is not imported
+by it: ``dynamic_neff`` takes any object with the program's fields and gives back the
+fields of a stored one.
 """
 
 from __future__ import annotations
@@ -21,29 +25,25 @@ from torchneuron.errors import TorchNeuronError
 from torchneuron.neff import Neff, NeffError, read_neff, write_neff
 from torchneuron.neff import dynamic as neff_dynamic
 from torchneuron.neff.container import MANIFEST_PATH, PROGRAM_PATH
+from torchneuron.neff.schema import MANIFEST_FORMAT
 from torchneuron.neff.weights import weight_dtype_name
 
 from . import program, stages
 from .compilation import logical_core_size
-from .dynamic import (
-    DynamicProgram,
-    SymbolicSignature,
-    _arguments_of,
-    _numpy_dtype_name,
-    _shape_text,
-)
+from .dynamic_signature import SymbolicSignature, arguments_of, numpy_dtype_name, shape_text
 from .versions import build_version, dependency_versions
 
 
-def dynamic_neff(graph: DynamicProgram) -> bytes:
-    """One NEFF holding this program with its symbolic signature, guards and weights
-    (``neff/dynamic.py`` gives the layout); ``from_neff`` reads it back."""
+def dynamic_neff(graph) -> bytes:
+    """One NEFF holding the ``DynamicProgram`` ``graph`` with its symbolic signature,
+    guards and weights (``neff/dynamic.py`` gives the layout); ``program_fields`` reads
+    it back."""
 
-    arguments, _ = _arguments_of(ir.Module.parse(graph.text, stages.make_context()))
+    arguments, _ = arguments_of(ir.Module.parse(graph.text, stages.make_context()))
     weights = [name for kind, name in arguments if kind == "weight"]
     lnc = logical_core_size(graph.target)
     manifest = {
-        "format": "torchneuron-neff",
+        "format": MANIFEST_FORMAT,
         "name": graph.name,
         "signature": {"inputs": [], "outputs": []},
         "weights": [
@@ -86,10 +86,10 @@ def dynamic_neff(graph: DynamicProgram) -> bytes:
     return write_neff(neff)
 
 
-def program_of_neff(
+def program_fields(
     source: Any, *, target: str | None = None, where: str | None = None
-) -> DynamicProgram:
-    """The dynamic program a NEFF holds (a ``Neff``, NEFF bytes or a path), checked as
+) -> dict[str, Any]:
+    """The fields of the ``DynamicProgram`` a NEFF holds (a ``Neff``, NEFF bytes or a path), checked as
     input from strangers: the reader checks the manifest's ``dynamic`` entry, this
     parses the program and checks it against that entry. Every failure is one
     ``NeffError`` line naming the field (after ``where``, e.g. the file)."""
@@ -105,7 +105,7 @@ def program_of_neff(
         raise NeffError(f"{where}: {error}" if where else str(error)) from None
 
 
-def _program_of(neff: Neff, target: str | None) -> DynamicProgram:
+def _program_of(neff: Neff, target: str | None) -> dict[str, Any]:
     entry = neff.manifest.get("dynamic")
     if entry is None:
         raise NeffError(
@@ -129,7 +129,7 @@ def _program_of(neff: Neff, target: str | None) -> DynamicProgram:
     manifest_weights = neff.manifest.get("weights", [])
     sources = {w["name"]: w.get("source", w["name"]) for w in manifest_weights}
     count = outputs["count"]
-    return DynamicProgram(
+    return dict(
         name=neff.manifest.get("name", neff.name),
         target=target or neff.manifest.get("target", "trn2"),
         pipeline=neff.manifest.get("pipeline"),
@@ -175,7 +175,7 @@ def _check_stored_program(
     if "arg_attrs" not in func.attributes:
         raise ValueError("@main's arguments are not marked neuron.input / neuron.weight")
     try:
-        arguments, _ = _arguments_of(module)
+        arguments, _ = arguments_of(module)
     except (KeyError, ValueError):
         raise ValueError("@main's arguments are not marked neuron.input / neuron.weight") from None
     function_type = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
@@ -197,10 +197,10 @@ def _check_stored_program(
             array = weights.get(name)
             if array is None:
                 raise ValueError(f"@main takes weight {name!r}, which the NEFF does not hold")
-            if list(array.shape) != shape or _numpy_dtype_name(array) != dtype:
+            if list(array.shape) != shape or numpy_dtype_name(array) != dtype:
                 raise ValueError(
                     f"@main takes weight {name!r} as {dtype}{shape}, the NEFF holds "
-                    f"{_numpy_dtype_name(array)}{list(array.shape)}"
+                    f"{numpy_dtype_name(array)}{list(array.shape)}"
                 )
             used_weights.add(name)
             continue
@@ -213,7 +213,7 @@ def _check_stored_program(
         if spec["dtype"] != dtype or len(spec["shape"]) != len(shape):
             raise ValueError(
                 f"@main input {name!r} is {dtype} of rank {len(shape)}, the signature says "
-                f"{spec['dtype']}{_shape_text(spec['shape'])}"
+                f"{spec['dtype']}{shape_text(spec['shape'])}"
             )
         for axis, (dim, size) in enumerate(zip(spec["shape"], shape)):
             if isinstance(dim, int) and size is not None and dim != size:

@@ -9,6 +9,11 @@ the caller has not, printing (``stop_after``/``--emit``) and dumping
 (``<name>.<suffix>``) each artifact. ``compile_graph`` is the one entry point shared by
 the torch.compile backend, eager mode and ``neuronc``; identical requests within a
 process are answered from an in-memory LRU.
+
+The FX graph is prepared first: its random ops are seeded (``seed_random_ops``: they
+draw Philox words under a key the program takes as its last input, which
+``CompiledGraph.takes_random_key`` reports, so the caller draws a fresh key at every
+call), then it is retraced to ATen if it lacks metadata.
 """
 
 from __future__ import annotations
@@ -26,11 +31,11 @@ import torch.fx
 from torch_mlir import ir
 
 from torchneuron import lowering
+from torchneuron.lowering.rules.random import seed_random_ops
 from torchneuron.lru import LRU
 
 from . import program, stages, tensors
 from .compilation import (
-    SCHEDULE_PIPELINE,
     TARGETS,
     Compilation,
     CompiledGraph,
@@ -47,7 +52,6 @@ __all__ = [
     "CompileError",
     "CompiledGraph",
     "HbmCapacityError",
-    "SCHEDULE_PIPELINE",
     "clear_memory_cache",
     "compile_artifact",
     "compile_graph",
@@ -92,6 +96,11 @@ def compile_graph(
         ir_stream,
     )
     request.check()
+    # Random ops draw from a key given at each call (one more input, last), so the
+    # program stays a pure function.
+    seeded = seed_random_ops(gm, example_inputs)
+    if seeded is not None:
+        gm, example_inputs = seeded.graph_module, seeded.example_inputs
     gm = _aten_graph(gm, example_inputs)
 
     cacheable = use_cache and dump_dir is None and not print_ir_after_all
@@ -104,6 +113,7 @@ def compile_graph(
 
     compilation = Compilation(request, weights or {})
     compilation.gm = gm
+    compilation.takes_random_key = bool(seeded and seeded.takes_key)
     result = compilation.run("fx")
     if key is not None:
         _MEMORY_CACHE.put(key, result)

@@ -6,6 +6,9 @@ replaced by its rule in ``complex_pairs``) and traced with ``make_fx``: the resu
 all-real graph, compiled as any other. ``PairedGraph`` calls it with ``view_as_real`` of
 the complex arguments and returns ``view_as_complex`` of the complex results. A node
 with complex values and no rule raises ``UnsupportedOpError`` naming it.
+
+``wrong_under_aot_autograd`` names the complex ops torch.compile must refuse outright:
+AOTAutograd itself gets them wrong, whatever the backend.
 """
 
 from __future__ import annotations
@@ -33,6 +36,37 @@ def graph_has_complex(gm: torch.fx.GraphModule) -> bool:
         if any(isinstance(v, torch.Tensor) and v.dtype.is_complex for v in values):
             return True
     return False
+
+
+# Complex ops whose results AOTAutograd's runtime gets wrong whatever the backend
+# (torch.compile(backend="aot_eager") of torch.linalg.pinv on complex64 differs from
+# eager by more than 1 on torch 2.13), so neither our lowering nor a CPU fallback inside
+# the compiled graph could give the right answer: refused, never a silent wrong value.
+_WRONG_UNDER_AOT_AUTOGRAD = ("linalg_pinv",)
+
+
+def wrong_under_aot_autograd(gm: torch.fx.GraphModule) -> UnsupportedOpError | None:
+    """The refusal of the first op of a complex graph that AOTAutograd gets wrong; None
+    when there is none."""
+    if not graph_has_complex(gm):
+        return None
+    for node in gm.graph.nodes:
+        packet = getattr(node.target, "_opname", None)  # aten overloads only
+        if node.op == "call_function" and packet in _WRONG_UNDER_AOT_AUTOGRAD:
+            return UnsupportedOpError(
+                str(node.target),
+                [_type_text(a.meta.get("val")) for a in node.all_input_nodes],
+                detail="refused for complex values under torch.compile: PyTorch's "
+                "AOTAutograd returns wrong values for it with any backend; call it outside "
+                "the compiled region (torch.compiler.disable) or in eager mode",
+            )
+    return None
+
+
+def _type_text(value) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"{value.dtype}{list(value.shape)}".removeprefix("torch.")
+    return type(value).__name__
 
 
 def _unsupported(node: torch.fx.Node, detail: str) -> UnsupportedOpError:
@@ -92,7 +126,7 @@ class PairedGraph:
     """A graph with complex values, compiled as its real-pair retrace (torch.compile).
 
     ``compile_real(gm, example_inputs)`` compiles the all-real graph and returns a
-    boxed callable (the backend's ``_compile_or_fallback``).
+    boxed callable (the backend's route table, ``backend.compile_or_fallback``).
     """
 
     def __init__(self, gm: torch.fx.GraphModule, example_inputs, compile_real: Callable):

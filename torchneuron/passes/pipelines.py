@@ -1,4 +1,4 @@
-"""Named pipelines: the ``-O`` pipeline and the one the NEFF writer needs.
+"""Named pipelines: the ``-O`` pipeline, the one the NEFF writer needs, the schedule's.
 
 DEFAULT_PIPELINE (``-O``) preserves the program's signature and results:
 legalize torch-mlir's leftovers, fold constant subexpressions, turn dynamic
@@ -12,6 +12,11 @@ little that our passes do not.
 NEFF_PIPELINE adds externalize-constants, which changes the signature (large
 constants become trailing ``neuron.weight`` arguments backed by
 ``PassContext.weights``).
+
+SCHEDULE_PIPELINE runs after the pass pipeline on every compile
+(``compiler/compilation.py``): its passes only annotate (``neuron.kernel``,
+``neuron.engine``), so the program is unchanged, and the estimate reads what they
+decide.
 """
 
 DEFAULT_PIPELINE = (
@@ -25,3 +30,5 @@ DEFAULT_PIPELINE = (
 )
 
 NEFF_PIPELINE = DEFAULT_PIPELINE + ",externalize-constants"
+
+SCHEDULE_PIPELINE = "fuse-kernels,assign-engines"

@@ -7,7 +7,8 @@ Two halves:
   ``geometric``, ``log_normal``, ``randint``, ``random``, ``multinomial``,
   ``rrelu``...) into one primitive, ``torchneuron::random_bits(size)`` (uniform
   32-bit words, as int64), and ATen arithmetic that turns words into samples;
-- ``seed_random_ops`` replaces the ``random_bits`` of a graph by Philox-4x32-10
+- ``seed_random_ops`` (the first step of ``compile_graph``, so every compiled graph
+  is seeded the same way) replaces the ``random_bits`` of a graph by Philox-4x32-10
   words (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC 2011)
   under a key the graph takes as one more input. The program stays a pure
   function; the caller draws a fresh key from the generator of the inputs'
@@ -28,9 +29,6 @@ float64), generators passed explicitly, and random ops without a rule here
 (``torchneuron::check``): negative, NaN or inf weights and a row summing to 0 raise
 RuntimeError. Without replacement, a row with fewer nonzero weights than samples
 gives its zero-weight categories last, as on the CPU.
-
-Why this file is long: the rules and the generator that replaces their one
-primitive are a unit (the primitive's meaning is fixed by both halves).
 """
 
 from __future__ import annotations
@@ -529,10 +527,11 @@ def seed_random_ops(gm: torch.fx.GraphModule, example_inputs: Sequence) -> Seede
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.proxy_tensor import make_fx
 
+    # most graphs draw nothing: looked at before the copy, which costs
+    if not any(_words_request(n) is not None for n in gm.graph.nodes):
+        return None
     graph = copy.deepcopy(gm.graph)
     requests = [(n, r) for n in graph.nodes if (r := _words_request(n)) is not None]
-    if not requests:
-        return None
     draws = [(n, size) for n, (kind, size, _) in requests if kind != "replay"]
     replays = [(n, size) for n, (kind, size, _) in requests if kind == "replay"]
     device = torch.device(requests[0][1][2])

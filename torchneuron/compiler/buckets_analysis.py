@@ -1,0 +1,390 @@
+"""The bucket analysis: one walk of an inference graph that tags and masks it.
+
+``plan_buckets`` copies the graph and walks it once (``Analysis``): the symbols come
+from the inputs' shapes, every placeholder's padded dimensions are tagged, every op
+call is checked (a bucketed size used as a value refuses) and handed to its rule
+(``buckets_rules.py``), and every output dimension's tag is checked against its traced
+size, so a value the rules could not follow refuses rather than guesses. The result,
+a ``BucketPlan``, is what ``buckets.BucketedFunction`` pads and slices by.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx
+
+from .buckets_rules import RULES, TagRules
+from .buckets_tags import (
+    ELEMENTWISE,
+    REDUCTIONS,
+    SHAPE_ARGS,
+    BucketRefused,
+    NothingToBucket,
+    aten,
+    clean,
+    describe,
+    exprs,
+    fill_value,
+    product,
+    same,
+)
+
+
+@dataclass
+class BucketPlan:
+    """What ``BucketedFunction`` needs: the masked graph and where the symbols sit."""
+
+    graph_module: torch.fx.GraphModule  # the original inputs, then one mask per symbol
+    buckets: tuple[int, ...]
+    # placeholder position -> [(axis, symbol)] of a tensor input's padded dimensions
+    tensor_inputs: dict[int, list[tuple[int, str]]]
+    # placeholder position -> symbol of a size input (Dynamo's s0 itself)
+    size_inputs: dict[int, str]
+    mask_symbols: list[str]  # one mask input each, after the graph's own inputs
+    # output position -> [(axis, symbol)] to slice back to the true size
+    outputs: dict[int, list[tuple[int, str]]]
+    limits: dict[str, int | None] = field(default_factory=dict)  # each symbol's max
+
+
+def plan_buckets(gm: torch.fx.GraphModule, buckets: Sequence[int]) -> BucketPlan:
+    """A copy of ``gm`` whose reductions over padded dimensions are masked, and how to
+    pad its inputs and slice its outputs; ``BucketRefused`` saying why not."""
+    graph = torch.fx.Graph()
+    output = graph.graph_copy(gm.graph, {}, return_output_node=True)
+    graph.output(output[0] if isinstance(output, tuple) else output)
+    analysis = Analysis(graph)
+    try:
+        analysis.run()
+    except BucketRefused:
+        raise
+    except Exception as error:  # a graph the rules do not expect: refused, never guessed
+        raise BucketRefused(
+            f"the bucket analysis could not follow the graph ({type(error).__name__}: "
+            f"{' '.join(str(error).split())[:300]})"
+        ) from None
+    result = torch.fx.GraphModule(gm, graph)
+    return BucketPlan(
+        graph_module=result,
+        buckets=tuple(buckets),
+        tensor_inputs=analysis.tensor_inputs,
+        size_inputs=analysis.size_inputs,
+        mask_symbols=list(analysis.masks),
+        outputs=analysis.outputs,
+        limits=analysis.limits,
+    )
+
+
+class Analysis(TagRules):
+    """Tags every value of ``graph`` (see the module docstring), masking as it goes."""
+
+    def __init__(self, graph: torch.fx.Graph):
+        self.graph = graph
+        self.tags: dict[torch.fx.Node, Any] = {}
+        self.symbols: dict[str, Any] = {}  # name -> sympy symbol
+        self.carriers: dict[str, torch.SymInt] = {}  # name -> a SymInt that is the symbol
+        self.tensor_inputs: dict[int, list[tuple[int, str]]] = {}
+        self.size_inputs: dict[int, str] = {}
+        self.masks: dict[str, torch.fx.Node] = {}
+        self.outputs: dict[int, list[tuple[int, str]]] = {}
+        self.limits: dict[str, int | None] = {}
+        self.fake_mode = None
+
+    # -- driver
+
+    def run(self) -> None:
+        placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
+        self._find_symbols(placeholders)
+        if not self.symbols:
+            raise NothingToBucket("the graph has no symbolic size to bucket")
+        for position, node in enumerate(placeholders):
+            self._placeholder(position, node)
+        for node in list(self.graph.nodes):
+            if node.op == "call_function":
+                self._check_value_uses(node)
+                self._call(node)
+                self._check_tags(node)
+            elif node.op == "get_attr":
+                value = node.meta.get("val")
+                rank = value.dim() if isinstance(value, torch.Tensor) else 0
+                self.tags[node] = (None,) * rank
+            elif node.op == "output":
+                self._output(node)
+            elif node.op != "placeholder":
+                raise BucketRefused(f"graph node {node.name} ({node.op}) is not an op call")
+
+    def _find_symbols(self, placeholders) -> None:
+        import sympy
+
+        for node in placeholders:
+            value = node.meta.get("val")
+            dims = value.shape if isinstance(value, torch.Tensor) else [value]
+            for dim in dims:
+                if isinstance(dim, torch.SymInt) and isinstance(dim.node.expr, sympy.Symbol):
+                    name = dim.node.expr.name
+                    self.symbols[name] = dim.node.expr
+                    self.carriers.setdefault(name, dim)
+                    if self.fake_mode is None and isinstance(value, torch.Tensor):
+                        self.fake_mode = getattr(value, "fake_mode", None)
+                    bounds = dim.node.shape_env.var_to_range.get(dim.node.expr)
+                    upper = bounds.upper if bounds is not None else None
+                    self.limits[name] = (
+                        int(upper) if isinstance(upper, (int, sympy.Integer)) else None
+                    )
+
+    def _placeholder(self, position: int, node: torch.fx.Node) -> None:
+        import sympy
+
+        value = node.meta.get("val")
+        if isinstance(value, torch.SymInt):
+            expr = value.node.expr
+            if self._free(expr):
+                if not isinstance(expr, sympy.Symbol):
+                    raise BucketRefused(f"size input {node.name} = {expr} is not one symbol")
+                self.size_inputs[position] = expr.name
+            return
+        if not isinstance(value, torch.Tensor):
+            if isinstance(value, (torch.SymFloat, torch.SymBool)):
+                raise BucketRefused(f"graph input {node.name} is a symbolic {type(value)}")
+            return
+        tags, padded = [], []
+        for axis, expr in enumerate(exprs(value)):
+            if not self._free(expr):
+                tags.append(None)
+            elif isinstance(expr, sympy.Symbol):
+                tags.append((expr,))
+                padded.append((axis, expr.name))
+            else:
+                raise BucketRefused(
+                    f"input {node.name} dimension {axis} has size {expr}, not one symbol: "
+                    "it cannot be padded to a bucket"
+                )
+        self.tags[node] = tuple(tags)
+        if padded:
+            self.tensor_inputs[position] = padded
+
+    def _free(self, expr) -> bool:
+        """Whether ``expr`` depends on a bucketed symbol."""
+        return any(s.name in self.symbols for s in getattr(expr, "free_symbols", ()))
+
+    def _check_value_uses(self, node: torch.fx.Node) -> None:
+        """A bucketed size in a value position would read the padded size."""
+        if not isinstance(node.target, torch._ops.OpOverload):
+            return  # SymInt arithmetic: checked where its result is used
+        if node.target is torch.ops.aten.sym_size.int:
+            return
+        allowed = SHAPE_ARGS.get(node.target, set())
+        arguments = list(enumerate(node.args)) + [(k, v) for k, v in node.kwargs.items()]
+        for position, argument in arguments:
+            if position in allowed:
+                continue
+            for leaf in torch.utils._pytree.tree_leaves(argument):
+                value = leaf.meta.get("val") if isinstance(leaf, torch.fx.Node) else leaf
+                if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+                    if self._free(value.node.expr):
+                        raise BucketRefused(
+                            f"{describe(node)} uses the size {value.node.expr} as a value "
+                            f"(argument {position}): it would read the padded size"
+                        )
+
+    def _check_tags(self, node: torch.fx.Node) -> None:
+        """Every output dimension that depends on a symbol has a tag of that size."""
+        value = node.meta.get("val")
+        values = value if isinstance(value, (tuple, list)) else [value]
+        tags = self.tags.get(node)
+        tag_list = tags if isinstance(value, (tuple, list)) else [tags]
+        for item, item_tags in zip(values, tag_list):
+            if not isinstance(item, torch.Tensor):
+                continue
+            if item_tags is None or len(item_tags) != item.dim():
+                raise BucketRefused(f"{describe(node)}: its output could not be followed")
+            for axis, (expr, tag) in enumerate(zip(exprs(item), item_tags)):
+                known = tag is not None and same(product(tag), expr)
+                if self._free(expr) != (tag is not None) or (tag is not None and not known):
+                    raise BucketRefused(
+                        f"{describe(node)} gives dimension {axis} of size {expr} in a way "
+                        "the bucket analysis cannot follow"
+                    )
+
+    def _output(self, node: torch.fx.Node) -> None:
+        results = node.args[0]
+        results = results if isinstance(results, (tuple, list)) else (results,)
+        for position, result in enumerate(results):
+            value = result.meta.get("val") if isinstance(result, torch.fx.Node) else result
+            if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+                if self._free(value.node.expr):
+                    raise BucketRefused(f"the graph returns the size {value.node.expr}")
+                continue
+            if not isinstance(value, torch.Tensor):
+                continue
+            sliced = []
+            for axis, tag in enumerate(self.tags[result]):
+                if tag is None:
+                    continue
+                if len(tag) != 1:
+                    raise BucketRefused(
+                        f"output {position} dimension {axis} merges a padded dimension "
+                        f"with others ({product(tag)}): it cannot be sliced back"
+                    )
+                sliced.append((axis, tag[0].name))
+            if sliced:
+                self.outputs[position] = sliced
+
+    # -- helpers
+
+    def _tag(self, argument) -> tuple | None:
+        if isinstance(argument, torch.fx.Node):
+            return self.tags.get(argument)
+        return None
+
+    def _tensor_args(self, node) -> list[torch.fx.Node]:
+        return [
+            a
+            for a in torch.utils._pytree.tree_leaves((node.args, node.kwargs))
+            if isinstance(a, torch.fx.Node) and isinstance(a.meta.get("val"), torch.Tensor)
+        ]
+
+    def _touches_tags(self, node) -> bool:
+        if any(any(t is not None for t in self.tags[a]) for a in self._tensor_args(node)):
+            return True
+        value = node.meta.get("val")
+        for item in value if isinstance(value, (tuple, list)) else [value]:
+            if isinstance(item, torch.Tensor) and any(self._free(e) for e in exprs(item)):
+                return True
+        return False
+
+    def _refuse_along(self, node, what: str = "") -> BucketRefused:
+        return BucketRefused(
+            f"{describe(node)} {what or 'is not known to keep positions independent'} "
+            "along a padded dimension"
+        )
+
+    def _fake(self, target, args, kwargs=None):
+        def value(a):
+            return a.meta["val"] if isinstance(a, torch.fx.Node) else a
+
+        args = torch.fx.node.map_aggregate(args, value)
+        kwargs = torch.fx.node.map_aggregate(kwargs or {}, value)
+        with self.fake_mode:
+            return target(*args, **kwargs)
+
+    def _insert(self, target, args, kwargs=None) -> torch.fx.Node:
+        node = self.graph.call_function(target, tuple(args), dict(kwargs or {}))
+        node.meta["val"] = self._fake(target, args, kwargs)
+        return node
+
+    def _mask(self, symbol: str) -> torch.fx.Node:
+        mask = self.masks.get(symbol)
+        if mask is None:
+            placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
+            with self.graph.inserting_after(placeholders[-1]):
+                mask = self.graph.placeholder(f"bucket_mask_{symbol}")
+            with self.fake_mode:
+                mask.meta["val"] = torch.empty((self.carriers[symbol],), dtype=torch.bool)
+            self.tags[mask] = ((self.symbols[symbol],),)
+            self.masks[symbol] = mask
+        return mask
+
+    def _masked(self, node, operand: torch.fx.Node, axes: Sequence[int], fill: str):
+        """``operand`` with its padded positions along ``axes`` set to ``fill``'s value,
+        inserted before ``node``."""
+        tags = self.tags[operand]
+        value = operand.meta["val"]
+        rank = value.dim()
+        with self.graph.inserting_before(node):
+            current = operand
+            for axis in sorted(set(axes)):
+                tag = tags[axis]
+                if tag is None:
+                    continue
+                view = (
+                    self._mask(tag[0].name) if len(tag) == 1 else self._merged_mask(current, axis)
+                )
+                for _ in range(axis):
+                    view = self._insert(aten.unsqueeze.default, (view, 0))
+                for _ in range(rank - axis - 1):
+                    view = self._insert(aten.unsqueeze.default, (view, -1))
+                constant = self._insert(
+                    aten.scalar_tensor.default,
+                    (fill_value(fill, value.dtype),),
+                    {"dtype": value.dtype, "device": value.device},
+                )
+                current = self._insert(aten.where.self, (view, current, constant))
+                self.tags[current] = tags
+        return current
+
+    def _merged_mask(self, operand: torch.fx.Node, axis: int) -> torch.fx.Node:
+        """The mask of a dimension merged from ``atoms`` by a view: the atoms' masks
+        broadcast over the atoms' shape, then viewed as the one merged dimension."""
+        atoms = self.tags[operand][axis]
+        combined = None
+        sizes: list = []
+        for position, atom in enumerate(atoms):
+            if isinstance(atom, int) or not self._free(atom):
+                sizes.append(int(atom))
+                continue
+            mask = self._mask(atom.name)
+            sizes.append(self._insert(torch.ops.aten.sym_size.int, (mask, 0)))
+            view = mask
+            for _ in range(position):
+                view = self._insert(aten.unsqueeze.default, (view, 0))
+            for _ in range(len(atoms) - position - 1):
+                view = self._insert(aten.unsqueeze.default, (view, -1))
+            combined = (
+                view
+                if combined is None
+                else self._insert(aten.bitwise_and.Tensor, (combined, view))
+            )
+        full = self._insert(aten.expand.default, (combined, sizes))
+        merged = self._insert(torch.ops.aten.sym_size.int, (operand, axis))
+        return self._insert(
+            aten.clone.default,
+            (
+                self._insert(
+                    aten.view.default, (self._insert(aten.clone.default, (full,)), [merged])
+                ),
+            ),
+        )
+
+    # -- the rules
+
+    def _call(self, node: torch.fx.Node) -> None:
+        target = node.target
+        value = node.meta.get("val")
+        if not isinstance(target, torch._ops.OpOverload) or not isinstance(
+            value, (torch.Tensor, tuple, list)
+        ):
+            if target is operator.getitem:
+                source = self.tags.get(node.args[0])
+                if isinstance(source, list):
+                    self.tags[node] = source[node.args[1]]
+                    return
+            if isinstance(value, torch.Tensor) or (
+                isinstance(value, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in value)
+            ):
+                if self._touches_tags(node):
+                    raise self._refuse_along(node)
+                self.tags[node] = clean(value)
+            return  # sizes and their arithmetic: checked where used
+        if torch.Tag.nondeterministic_seeded in target.tags:
+            raise BucketRefused(
+                f"{describe(node)} draws random numbers: padding changes which numbers the "
+                "true positions draw"
+            )
+        if target._schema.is_mutable and self._touches_tags(node):
+            raise self._refuse_along(node, "writes in place")
+        rule = RULES.get(target)
+        if rule is None and (target in ELEMENTWISE or torch.Tag.pointwise in target.tags):
+            rule = TagRules._elementwise
+        if rule is None and target in REDUCTIONS:
+            rule = TagRules._reduction
+        if rule is None:
+            if self._touches_tags(node):
+                raise self._refuse_along(node)
+            self.tags[node] = clean(value)
+            return
+        rule(self, node)

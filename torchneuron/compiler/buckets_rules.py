@@ -1,0 +1,399 @@
+"""The rule of each ATen op in the bucket analysis: how it moves tags, where it masks.
+
+One method per kind of op, and ``RULES``, the table from op to rule (pointwise ops and
+the reductions of ``buckets_tags.REDUCTIONS`` are found by kind, not listed). A rule
+reads its operands' tags, sets its node's tags, masks an operand before a reduction or
+contraction over a padded dimension (``where`` against the mask, with the reduction's
+identity), or refuses with ``BucketRefused`` naming the op. ``TagRules`` is mixed into
+the analysis (``buckets_analysis.Analysis``), whose tags, masks and helpers the rules
+use.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.fx
+
+from .buckets_tags import (
+    CREATION,
+    LIKE,
+    REDUCTIONS,
+    SCANS,
+    SOFTMAX,
+    UNMASKED_REDUCTIONS,
+    VIEWS,
+    BucketRefused,
+    aten,
+    describe,
+    exprs,
+    legacy_empty,
+    prims,
+    product,
+    reduced_dims,
+    same,
+    take,
+)
+
+
+class TagRules:
+    """The rules, as methods of the analysis they are mixed into."""
+
+    def _elementwise(self, node) -> None:
+        value = node.meta["val"]
+        rank = value.dim()
+        result: list = [None] * rank
+        for argument in self._tensor_args(node):
+            tags = self.tags[argument]
+            offset = rank - len(tags)
+            for axis, tag in enumerate(tags):
+                if tag is None:
+                    continue
+                current = result[offset + axis]
+                if current is not None and current != tag:
+                    raise BucketRefused(
+                        f"{describe(node)} combines dimensions laid out differently "
+                        f"({product(current)} and {product(tag)})"
+                    )
+                result[offset + axis] = tag
+        self.tags[node] = tuple(result)
+
+    def _reduction(self, node) -> None:
+        target = node.target
+        operand = node.args[0]
+        tags = self.tags[operand]
+        rank = len(tags)
+        dims, keepdim = reduced_dims(node, rank)
+        fill = REDUCTIONS[target]
+        padded = [d for d in dims if tags[d] is not None]
+        if (
+            padded
+            and target in (aten.argmax.default, aten.argmin.default)
+            and node.args[1:2]
+            in (
+                (),
+                (None,),
+            )
+        ):
+            raise self._refuse_along(node, "returns a flat index")
+        if padded and fill == "mean":
+            self._mean(node, operand, dims, keepdim, padded)
+        elif padded:
+            node.update_arg(0, self._masked(node, operand, padded, fill))
+        kept = tuple(
+            None if d in dims else t for d, t in enumerate(tags) if keepdim or d not in dims
+        )
+        value = node.meta["val"]
+        self.tags[node] = [kept, kept] if isinstance(value, (tuple, list)) else kept
+
+    def _mean(self, node, operand, dims, keepdim, padded) -> None:
+        """mean -> masked sum / masked count, both over ``dims``."""
+        value = operand.meta["val"]
+        position = 1 if node.target is aten.mean.default else 3
+        dtype = node.kwargs.get("dtype") or (
+            node.args[position] if len(node.args) > position else None
+        )
+        with self.graph.inserting_before(node):
+            ones = self._insert(aten.full_like.default, (operand, 1), {"dtype": dtype})
+            self.tags[ones] = self.tags[operand]
+        total = self._reduce_sum(node, self._masked(node, operand, padded, "zero"), dims, keepdim)
+        count = self._reduce_sum(node, self._masked(node, ones, padded, "zero"), dims, keepdim)
+        with self.graph.inserting_before(node):
+            mean = self._insert(aten.div.Tensor, (total, count))
+        del value
+        node.replace_all_uses_with(mean)
+        self.graph.erase_node(node)
+        # the replacement is the node the tags now follow
+        kept = tuple(
+            None if d in dims else t
+            for d, t in enumerate(self.tags[operand])
+            if keepdim or d not in dims
+        )
+        self.tags[mean] = kept
+        self.tags[node] = kept
+        node.meta["val"] = mean.meta["val"]
+
+    def _reduce_sum(self, node, operand, dims, keepdim):
+        with self.graph.inserting_before(node):
+            return self._insert(aten.sum.dim_IntList, (operand, list(dims), keepdim))
+
+    def _unmasked_reduction(self, node) -> None:
+        tags = self.tags[node.args[0]]
+        dims, keepdim = reduced_dims(node, len(tags))
+        if any(tags[d] is not None for d in dims):
+            raise self._refuse_along(node, "reduces (without an exact mask here)")
+        kept = tuple(
+            None if d in dims else t for d, t in enumerate(tags) if keepdim or d not in dims
+        )
+        value = node.meta["val"]
+        self.tags[node] = [kept] * len(value) if isinstance(value, (tuple, list)) else kept
+
+    def _softmax(self, node) -> None:
+        operand = node.args[0]
+        tags = self.tags[operand]
+        axis = node.args[1] % max(len(tags), 1)
+        if tags and tags[axis] is not None:
+            node.update_arg(0, self._masked(node, operand, [axis], "low"))
+        self.tags[node] = tags
+
+    def _scan(self, node) -> None:
+        tags = self.tags[node.args[0]]
+        axis = node.args[1] % max(len(tags), 1)
+        if tags and tags[axis] is not None and len(tags[axis]) != 1:
+            raise self._refuse_along(node, "scans a merged dimension")
+        self.tags[node] = tags
+
+    def _contraction(self, node) -> None:
+        target = node.target
+        offset = 1 if target in (aten.addmm.default, aten.baddbmm.default) else 0
+        a, b = node.args[offset], node.args[offset + 1]
+        ta, tb = self.tags[a], self.tags[b]
+        k_a, k_b = len(ta) - 1, len(tb) - 2
+        if ta[k_a] is not None or tb[k_b] is not None:
+            node.update_arg(offset, self._masked(node, a, [k_a], "zero"))
+            node.update_arg(offset + 1, self._masked(node, b, [k_b], "zero"))
+        batch = ()
+        if len(ta) == 3:
+            if ta[0] != tb[0]:
+                raise BucketRefused(f"{describe(node)}: batch dimensions laid out differently")
+            batch = (ta[0],)
+        result = (*batch, ta[-2], tb[-1])
+        if offset:
+            bias = self.tags[node.args[0]]
+            for axis, tag in enumerate(bias):
+                position = len(result) - len(bias) + axis
+                if tag is not None and tag != result[position]:
+                    raise BucketRefused(f"{describe(node)}: bias laid out differently")
+        self.tags[node] = result
+
+    def _view(self, node) -> None:
+        source = node.args[0]
+        tags = self.tags[source]
+        in_exprs = exprs(source.meta["val"])
+        out_exprs = exprs(node.meta["val"])
+        atoms: list = []
+        for expr, tag in zip(in_exprs, tags):
+            atoms.extend(tag if tag is not None else [expr])
+        result = []
+        for expr in out_exprs:
+            taken, atoms = take(atoms, expr, self._free)
+            if taken is None:
+                raise BucketRefused(
+                    f"{describe(node)} reshapes {list(in_exprs)} to {list(out_exprs)} "
+                    "across a padded dimension"
+                )
+            result.append(tuple(taken) if any(self._is_symbol(a) for a in taken) else None)
+        if any(self._free(a) or a != 1 for a in atoms):
+            raise BucketRefused(f"{describe(node)}: reshape not followed")
+        self.tags[node] = tuple(result)
+
+    def _is_symbol(self, atom) -> bool:
+        return not isinstance(atom, int) and self._free(atom)
+
+    def _permute(self, node) -> None:
+        tags = self.tags[node.args[0]]
+        self.tags[node] = tuple(tags[d % len(tags)] for d in node.args[1])
+
+    def _transpose(self, node) -> None:
+        tags = list(self.tags[node.args[0]])
+        if node.target is aten.t.default:
+            self.tags[node] = tuple(reversed(tags))
+            return
+        a, b = (d % len(tags) for d in node.args[1:3])
+        tags[a], tags[b] = tags[b], tags[a]
+        self.tags[node] = tuple(tags)
+
+    def _unsqueeze(self, node) -> None:
+        tags = list(self.tags[node.args[0]])
+        axis = node.args[1] % (len(tags) + 1)
+        tags.insert(axis, None)
+        self.tags[node] = tuple(tags)
+
+    def _squeeze(self, node) -> None:
+        tags = self.tags[node.args[0]]
+        value = node.args[0].meta["val"]
+        if len(node.args) > 1:
+            dims = node.args[1] if isinstance(node.args[1], (list, tuple)) else [node.args[1]]
+            dims = {d % max(len(tags), 1) for d in dims}
+        else:
+            dims = set(range(len(tags)))
+        kept = tuple(
+            t
+            for d, (t, size) in enumerate(zip(tags, value.shape))
+            if not (d in dims and isinstance(size, int) and size == 1)
+        )
+        self.tags[node] = kept
+
+    def _expand(self, node) -> None:
+        tags = self.tags[node.args[0]]
+        out = exprs(node.meta["val"])
+        offset = len(out) - len(tags)
+        result = []
+        for axis, expr in enumerate(out):
+            source = tags[axis - offset] if axis >= offset else None
+            if source is not None:
+                result.append(source)
+            else:
+                result.append(self._creation_tag(node, expr))
+        self.tags[node] = tuple(result)
+
+    def _creation_tag(self, node, expr):
+        import sympy
+
+        if not self._free(expr):
+            return None
+        if isinstance(expr, sympy.Symbol):
+            return (expr,)
+        raise BucketRefused(f"{describe(node)} creates a dimension of size {expr}")
+
+    def _creation(self, node) -> None:
+        self.tags[node] = tuple(self._creation_tag(node, e) for e in exprs(node.meta["val"]))
+
+    def _like(self, node) -> None:
+        self.tags[node] = self.tags[node.args[0]]
+
+    def _arange(self, node) -> None:
+        value = node.meta["val"]
+        (expr,) = exprs(value)
+        if self._free(expr):
+            start = 0 if node.target is aten.arange.default else node.args[0]
+            step = node.args[2] if node.target is aten.arange.start_step else 1
+            if start != 0 or step != 1:
+                raise self._refuse_along(node, "counts from an offset")
+        self._creation(node)
+
+    def _slice(self, node) -> None:
+        source = node.args[0]
+        tags = list(self.tags[source])
+        axis = (node.args[1] if len(node.args) > 1 else 0) % len(tags)
+        start = node.args[2] if len(node.args) > 2 else None
+        step = node.args[4] if len(node.args) > 4 else 1
+        in_expr = exprs(source.meta["val"])[axis]
+        out_expr = exprs(node.meta["val"])[axis]
+        start_value = start.meta.get("val") if isinstance(start, torch.fx.Node) else start
+        if isinstance(start_value, torch.SymInt):  # compared as an expression: no guard
+            expr = start_value.node.expr
+            start_value = int(expr) if expr.is_number else "a symbolic start"
+        if tags[axis] is not None:
+            if not (start_value in (0, None) and step == 1 and same(in_expr, out_expr)):
+                raise self._refuse_along(node, "slices")
+        elif self._free(out_expr):
+            if start_value not in (0, None) or step != 1:
+                raise self._refuse_along(node, "slices from an offset")
+            tags[axis] = self._creation_tag(node, out_expr)
+        self.tags[node] = tuple(tags)
+
+    def _select(self, node) -> None:
+        tags = list(self.tags[node.args[0]])
+        axis = node.args[1] % len(tags)
+        index = node.args[2]
+        if tags[axis] is not None and not (isinstance(index, int) and index >= 0):
+            raise self._refuse_along(node, f"selects index {index}")
+        del tags[axis]
+        self.tags[node] = tuple(tags)
+
+    def _cat(self, node) -> None:
+        parts = [p for p in node.args[0] if not legacy_empty(p.meta["val"])]
+        axis = node.args[1] if len(node.args) > 1 else 0
+        tag_lists = [self.tags[p] for p in parts]
+        rank = len(tag_lists[0])
+        axis %= rank
+        result = list(tag_lists[0])
+        for tags in tag_lists:
+            if tags[axis] is not None:
+                raise self._refuse_along(node, "concatenates")
+            if list(tags) != result and any(
+                t != r for d, (t, r) in enumerate(zip(tags, result)) if d != axis
+            ):
+                raise BucketRefused(f"{describe(node)}: inputs laid out differently")
+        result[axis] = None
+        self.tags[node] = tuple(result)
+
+    def _split(self, node) -> None:
+        tags = self.tags[node.args[0]]
+        axis = (node.args[2] if len(node.args) > 2 else 0) % len(tags)
+        if tags[axis] is not None:
+            raise self._refuse_along(node, "splits")
+        self.tags[node] = [tags] * len(node.meta["val"])
+
+    def _unbind(self, node) -> None:
+        tags = list(self.tags[node.args[0]])
+        axis = (node.args[1] if len(node.args) > 1 else 0) % len(tags)
+        if tags[axis] is not None:
+            raise self._refuse_along(node, "unbinds")
+        del tags[axis]
+        self.tags[node] = [tuple(tags)] * len(node.meta["val"])
+
+    def _embedding(self, node) -> None:
+        weight, indices = node.args[0], node.args[1]
+        if any(t is not None for t in self.tags[weight]):
+            raise self._refuse_along(node, "looks up a padded table")
+        self.tags[node] = (*self.tags[indices], None)
+
+    def _index_select(self, node) -> None:
+        source, axis, index = node.args[0], node.args[1], node.args[2]
+        tags = list(self.tags[source])
+        axis %= len(tags)
+        if tags[axis] is not None:
+            raise self._refuse_along(node, "indexes by data")
+        tags[axis] = self.tags[index][0] if self.tags[index] else None
+        self.tags[node] = tuple(tags)
+
+    def _gather(self, node) -> None:
+        source, axis, index = node.args[0], node.args[1], node.args[2]
+        tags, index_tags = self.tags[source], self.tags[index]
+        axis %= len(tags)
+        if tags[axis] is not None:
+            raise self._refuse_along(node, "indexes by data")
+        for d, (t, u) in enumerate(zip(tags, index_tags)):
+            if d != axis and t is not None and t != u:
+                raise BucketRefused(f"{describe(node)}: index laid out differently")
+        self.tags[node] = index_tags
+
+    def _layer_norm(self, node) -> None:
+        tags = self.tags[node.args[0]]
+        count = len(node.args[1])
+        if any(t is not None for t in tags[len(tags) - count :]):
+            raise self._refuse_along(node, "normalizes")
+        stats = tuple(tags[: len(tags) - count]) + (None,) * count
+        self.tags[node] = [tags, stats, stats]
+
+    def _check(self, node) -> None:
+        self.tags[node] = ()
+
+
+RULES = {
+    **{op: TagRules._view for op in VIEWS},
+    **{op: TagRules._creation for op in CREATION},
+    **{op: TagRules._like for op in LIKE},
+    **{op: TagRules._unmasked_reduction for op in UNMASKED_REDUCTIONS},
+    **{op: TagRules._softmax for op in SOFTMAX},
+    **{op: TagRules._scan for op in SCANS},
+    aten.mm.default: TagRules._contraction,
+    aten.bmm.default: TagRules._contraction,
+    aten.addmm.default: TagRules._contraction,
+    aten.baddbmm.default: TagRules._contraction,
+    aten.permute.default: TagRules._permute,
+    aten.transpose.int: TagRules._transpose,
+    aten.t.default: TagRules._transpose,
+    aten.unsqueeze.default: TagRules._unsqueeze,
+    aten.squeeze.dim: TagRules._squeeze,
+    aten.squeeze.dims: TagRules._squeeze,
+    aten.squeeze.default: TagRules._squeeze,
+    prims.squeeze.default: TagRules._squeeze,
+    aten.expand.default: TagRules._expand,
+    aten.arange.default: TagRules._arange,
+    aten.arange.start: TagRules._arange,
+    aten.arange.start_step: TagRules._arange,
+    aten.scalar_tensor.default: TagRules._creation,
+    aten.slice.Tensor: TagRules._slice,
+    aten.select.int: TagRules._select,
+    aten.cat.default: TagRules._cat,
+    aten.split.Tensor: TagRules._split,
+    aten.split_with_sizes.default: TagRules._split,
+    aten.unbind.int: TagRules._unbind,
+    aten.embedding.default: TagRules._embedding,
+    aten.index_select.default: TagRules._index_select,
+    aten.gather.default: TagRules._gather,
+    aten.native_layer_norm.default: TagRules._layer_norm,
+    torch.ops.torchneuron.check.default: TagRules._check,
+}

@@ -1,0 +1,185 @@
+"""The callables torch.compile runs for a graph with symbolic sizes.
+
+Two ways, tried in this order by the backend's route table (``backend.ROUTES``):
+
+- ``compile_symbolic``: the graph's front half compiled once
+  (``dynamic.compile_dynamic_graph``), run by a ``DynamicGraphFunction``, which binds
+  the symbols from the inputs' shapes and specializes the program once per concrete
+  shape. Where the graph cannot stay symbolic it warns why and returns None;
+- ``ShapeSpecializingFunction``: the graph retraced and compiled per concrete shape,
+  front half included (counted in ``dynamic.STATS["per_shape_front_half"]``).
+
+A compiled program is run on tensors by the device layer's graph function, which this
+layer may not import: the backend passes ``run_compiled`` (a ``CompiledGraph`` -> a
+callable on tensors) and ``compile_static`` (a static graph -> its boxed callable,
+through the whole route table again) in.
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.fx
+from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+from torchneuron.lowering import DynamicShapeError, LoweringError
+from torchneuron.lowering.rules.random import is_random_state
+from torchneuron.lru import LRU
+
+from .compilation import CompiledGraph
+from .dynamic import compile_dynamic_graph
+from .dynamic_program import STATS, DynamicProgram
+from .dynamic_signature import ShapeConstraintError
+
+# Concrete shapes whose programs one graph keeps loaded (the oldest is dropped first).
+SHAPES_PER_GRAPH = 64
+
+RunCompiled = Callable[[CompiledGraph], Callable]
+
+
+def has_symbolic_inputs(gm: torch.fx.GraphModule) -> bool:
+    """Whether an input of ``gm`` is a symbolic size or has one (the saved state of
+    replayed random draws excepted: its size is ours, fixed)."""
+    for node in gm.graph.nodes:
+        if node.op != "placeholder" or is_random_state(node):
+            continue
+        value = node.meta.get("val")
+        if isinstance(value, torch.SymInt):
+            return True
+        if isinstance(value, torch.Tensor) and any(not isinstance(d, int) for d in value.shape):
+            return True
+    return False
+
+
+def draws_random_words(gm: torch.fx.GraphModule) -> bool:
+    """Whether ``gm`` draws random words (which ``seed_random_ops`` counts statically)."""
+    stateful = (
+        torch.ops.torchneuron.random_bits.default,
+        torch.ops.higher_order.run_and_save_rng_state,
+        torch.ops.higher_order.run_with_rng_state,
+    )
+    return any(
+        node.op == "call_function"
+        and (
+            node.target in stateful
+            or torch.Tag.nondeterministic_seeded in getattr(node.target, "tags", ())
+        )
+        for node in gm.graph.nodes
+    )
+
+
+def compile_symbolic(
+    gm: torch.fx.GraphModule, name: str, options: Any, run_compiled: RunCompiled
+) -> DynamicGraphFunction | None:
+    """``gm`` with its front half compiled once (``options``: the backend's target,
+    pipeline and dump_dir), or None after a warning saying why it cannot stay symbolic
+    (the caller then compiles it per shape)."""
+    try:
+        with unset_fake_temporarily():
+            if draws_random_words(gm):
+                raise DynamicShapeError("random ops draw words of symbolic count")
+            program, size_positions = compile_dynamic_graph(
+                gm,
+                name=name,
+                target=options.target,
+                pipeline=options.pipeline,
+                dump_dir=options.dump_dir,
+            )
+    except LoweringError as exc:
+        warnings.warn(
+            f"torchneuron: graph {name} has symbolic sizes but is compiled once per shape "
+            f"(its front half included), because it cannot be lowered with symbolic sizes: "
+            f"{exc}",
+            stacklevel=3,
+        )
+        return None
+    return DynamicGraphFunction(program, size_positions, run_compiled)
+
+
+class DynamicGraphFunction:
+    """Runs a ``DynamicProgram``: binds its symbols from the inputs' shapes (a shape
+    outside its signature is a ``ShapeConstraintError``), specializes it once per
+    concrete shape, and calls that program through ``run_compiled``."""
+
+    def __init__(self, program: DynamicProgram, size_positions, run_compiled: RunCompiled) -> None:
+        self.program = program
+        self.size_positions = set(size_positions)
+        self.run_compiled = run_compiled
+        self._by_shapes: LRU[tuple, Callable] = LRU(capacity=SHAPES_PER_GRAPH)
+
+    def __call__(self, *args):
+        tensor_args = [a for i, a in enumerate(args) if i not in self.size_positions]
+        shapes = tuple(tuple(a.shape) for a in tensor_args)
+        values = self.program.signature.bind(shapes)
+        for i in sorted(self.size_positions):  # Dynamo's own sizes must agree
+            given = args[i]
+            if isinstance(given, int) and given not in values.values():
+                raise ShapeConstraintError(
+                    f"size argument {i} is {given}, no input dimension has that size"
+                )
+        function = self._by_shapes.get(shapes)
+        if function is None:
+            function = self.run_compiled(self.program.specialize(shapes))
+            self._by_shapes.put(shapes, function)
+        else:
+            STATS["specialization_hits"] += 1
+        outputs = function(*tensor_args)
+        for position, size in sorted(self.program.sizes(values).items()):
+            outputs.insert(position, size)
+        return outputs
+
+
+class ShapeSpecializingFunction:
+    """Runs a graph with symbolic sizes by compiling one NEFF per concrete shape.
+
+    The fallback for graphs that cannot be lowered with symbolic sizes
+    (``DynamicGraphFunction`` is the path that compiles once): at call time the
+    graph is retraced with the concrete inputs and compiled by ``compile_static``
+    (then cached per shape signature); each retrace counts in
+    ``dynamic.STATS["per_shape_front_half"]``.
+    """
+
+    def __init__(
+        self,
+        gm: torch.fx.GraphModule,
+        name: str,
+        compile_static: Callable[[torch.fx.GraphModule, list, str], Callable],
+    ) -> None:
+        self.gm = gm
+        self.name = name
+        self.compile_static = compile_static
+        self._by_shapes: LRU[tuple, Any] = LRU(capacity=SHAPES_PER_GRAPH)
+        self._compiled = itertools.count()
+
+    def __call__(self, *args):
+        key = tuple(
+            (tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else (type(a), a) for a in args
+        )
+        function = self._by_shapes.get(key)
+        if function is None:
+            function = self._specialize(args)
+            self._by_shapes.put(key, function)
+        tensor_args = [a for a in args if isinstance(a, torch.Tensor)]
+        return function(*tensor_args)
+
+    def _specialize(self, args):
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+
+        def with_constants(*tensor_args):
+            full = list(args)
+            for i, t in zip(positions, tensor_args):
+                full[i] = t
+            return self.gm(*full)
+
+        tensor_args = [args[i] for i in positions]
+        STATS["per_shape_front_half"] += 1
+        static_gm = make_fx(with_constants, tracing_mode="fake")(*tensor_args)
+        shape_name = f"{self.name}_{next(self._compiled)}"
+        boxed = self.compile_static(static_gm, tensor_args, shape_name)
+        return lambda *tensor_args: boxed(list(tensor_args))

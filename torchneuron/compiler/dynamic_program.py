@@ -1,0 +1,218 @@
+"""A graph lowered once with symbolic sizes, and its back half run once per shape.
+
+``DynamicProgram`` holds the StableHLO text with ``?`` dimensions that the front half
+(``compiler/dynamic.py``) made, its ``SymbolicSignature`` (``dynamic_signature.py``),
+weights and outputs. ``specialize(shapes)`` is the back half, run once per concrete
+shape and cached: StableHLO shape refinement of the stored program
+(``stablehlo-refine-arguments`` with the concrete argument types, then
+``stablehlo-refine-shapes``), then the usual pass pipeline (whose
+``stablehlo-canonicalize-dynamism`` turns the now-constant ``dynamic_*`` ops static),
+the cost model and the NEFF writer; the runtime's XLA compile follows at load.
+``to_neff``/``from_neff`` store the program in one NEFF (``dynamic_neff.py``).
+
+``STATS`` counts front-half compiles and per-shape specializations, so tests and the
+benchmark can assert "compiled once".
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+from torch_mlir import ir
+
+from torchneuron.counters import Counters
+from torchneuron.lru import LRU
+
+from . import dynamic_neff, program, stages
+from .compilation import CompiledGraph
+from .dynamic_signature import (
+    ShapeConstraintError,
+    SymbolicSignature,
+    arguments_of,
+    evaluate,
+    numpy_dtype_name,
+)
+
+# Counters of this process: front_half (graphs lowered once with symbolic sizes),
+# specializations (back-half compiles, one per concrete shape), specialization_hits
+# (calls answered by an already specialized program), per_shape_front_half (graphs
+# that could not stay symbolic and were retraced for a shape: the old path).
+STATS = Counters("front_half", "specializations", "specialization_hits", "per_shape_front_half")
+reset_stats = STATS.reset
+stats = STATS.snapshot
+
+# Specialized programs kept per DynamicProgram (one per concrete shape).
+SPECIALIZATION_CAPACITY = 64
+
+
+@dataclass
+class DynamicProgram:
+    """A graph lowered once with symbolic sizes; ``specialize`` compiles it for one shape."""
+
+    name: str
+    target: str
+    pipeline: str | None
+    text: str  # StableHLO with dynamic dimensions, arguments marked
+    signature: SymbolicSignature
+    weights: dict[str, np.ndarray]
+    weight_sources: dict[str, str]
+    output_names: Sequence[str] | None
+    output_count: int
+    none_outputs: tuple[int, ...]
+    constant_outputs: dict[int, Any]
+    # outputs that are sizes: position -> size expression over the symbols
+    size_outputs: dict[int, str] = field(default_factory=dict)
+    front_half_seconds: float = 0.0
+    _specialized: LRU = field(default_factory=lambda: LRU(SPECIALIZATION_CAPACITY), repr=False)
+    _loaded: LRU = field(default_factory=lambda: LRU(SPECIALIZATION_CAPACITY), repr=False)
+
+    def specialize(self, shapes: Sequence[Sequence[int]]) -> CompiledGraph:
+        """The program compiled for inputs of ``shapes`` (cached per shape)."""
+        key = tuple(tuple(int(d) for d in s) for s in shapes)
+        hit = self._specialized.get(key)
+        if hit is not None:
+            STATS["specialization_hits"] += 1
+            return hit
+        self.signature.bind(key)
+        start = time.perf_counter()
+        refined = refine(self.text, key, self.signature)
+        refine_seconds = time.perf_counter() - start
+        compiled = compile_refined(
+            refined,
+            name=f"{self.name}_" + "_".join("x".join(map(str, s)) or "s" for s in key),
+            target=self.target,
+            pipeline=self.pipeline,
+            weights=self.weights,
+            weight_sources=self.weight_sources,
+            output_names=self.output_names,
+        )
+        positions = self._graph_positions()
+        compiled = replace(
+            compiled,
+            output_count=self.output_count - len(self.size_outputs),
+            none_outputs=tuple(positions[i] for i in self.none_outputs),
+            constant_outputs={positions[i]: v for i, v in self.constant_outputs.items()},
+        )
+        compiled.stage_seconds = {"refine": refine_seconds, **compiled.stage_seconds}
+        STATS["specializations"] += 1
+        self._specialized.put(key, compiled)
+        return compiled
+
+    def optimized(self, shapes: Sequence[Sequence[int]], target: str | None = None) -> str:
+        """The program refined to ``shapes`` and through the pass pipeline, not
+        compiled further (what ``neuronc estimate --shape`` prices); not cached."""
+        key = tuple(tuple(int(d) for d in s) for s in shapes)
+        self.signature.bind(key)
+        compiled = compile_refined(
+            refine(self.text, key, self.signature),
+            name=self.name,
+            target=target or self.target,
+            pipeline=self.pipeline,
+            weights=self.weights,
+            weight_sources=self.weight_sources,
+            output_names=self.output_names,
+            stop_after="optimized",
+        )
+        return compiled.artifacts["optimized"]
+
+    def run(self, arrays: Sequence[np.ndarray], core: int = 0) -> list[np.ndarray]:
+        """The program's outputs for ``arrays``: its symbols bound from their shapes
+        (``ShapeConstraintError`` when they break the signature), specialized once per
+        shape, loaded once per shape and core, executed. Outputs that are None,
+        constants or sizes are not among them (``output_positions`` says which are)."""
+        from torchneuron.runtime import load_neff
+
+        shapes = tuple(tuple(int(d) for d in np.shape(a)) for a in arrays)
+        for spec, array in zip(self.signature.inputs, arrays):
+            dtype = numpy_dtype_name(array)
+            if dtype != spec["dtype"]:
+                raise ShapeConstraintError(
+                    f"input {spec['name']!r} is {dtype}, the dynamic program takes {spec['dtype']}"
+                )
+        compiled = self.specialize(shapes)
+        loaded = self._loaded.get((shapes, core))
+        if loaded is None:
+            loaded = load_neff(compiled.neff, core)
+            self._loaded.put((shapes, core), loaded)
+        return loaded.execute([np.asarray(a) for a in arrays])
+
+    def output_positions(self) -> list[int]:
+        """The graph output position of each output the program computes."""
+        skipped = {*self.none_outputs, *self.constant_outputs, *self.size_outputs}
+        return [i for i in range(self.output_count) if i not in skipped]
+
+    def _graph_positions(self) -> dict[int, int]:
+        """Position among all outputs -> position among the outputs that are not sizes."""
+        kept = [i for i in range(self.output_count) if i not in self.size_outputs]
+        return {i: k for k, i in enumerate(kept)}
+
+    def sizes(self, values: dict[str, int]) -> dict[int, int]:
+        """The size outputs' values once the symbols are bound."""
+        return {i: evaluate(text, values) for i, text in self.size_outputs.items()}
+
+    @property
+    def specializations(self) -> int:
+        return len(self._specialized)
+
+    # -- the dynamic NEFF ------------------------------------------------------
+
+    def to_neff(self) -> bytes:
+        """One NEFF holding this program with its symbolic signature, guards and weights
+        (``neff/dynamic.py`` gives the layout); ``from_neff`` reads it back."""
+        return dynamic_neff.dynamic_neff(self)
+
+    @classmethod
+    def from_neff(
+        cls, source: Any, *, target: str | None = None, where: str | None = None
+    ) -> DynamicProgram:
+        """The dynamic program a NEFF holds (a ``Neff``, NEFF bytes or a path), checked as
+        input from strangers; every failure is one ``NeffError`` line naming the field
+        (after ``where``, the file by default)."""
+        return cls(**dynamic_neff.program_fields(source, target=target, where=where))
+
+
+def compile_refined(text: str, **keywords) -> CompiledGraph:
+    """The back half for one refined (static) program: passes, estimate, NEFF."""
+    from .pipeline import compile_artifact
+
+    return compile_artifact(text, "stablehlo", where="refined dynamic program", **keywords)
+
+
+def refine(text: str, shapes: Sequence[Sequence[int]], signature: SymbolicSignature) -> str:
+    """``text`` with its inputs given ``shapes`` and every shape refined from them."""
+    from torch_mlir.passmanager import PassManager
+
+    from torchneuron.passes.upstream import _register_stablehlo_passes
+
+    _register_stablehlo_passes()
+    module = ir.Module.parse(text, stages.make_context())
+    func = program.main_function(module)
+    function_type = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+    argument_types = []
+    shapes_iter = iter(shapes)
+    arguments, _ = arguments_of(module)
+    for mlir_type, (kind, _name) in zip(function_type.inputs, arguments):
+        tensor_type = ir.RankedTensorType(mlir_type)
+        if kind == "input":
+            shape = next(shapes_iter)
+            element = tensor_type.element_type
+            with module.context, ir.Location.unknown():
+                argument_types.append(str(ir.RankedTensorType.get(list(shape), element)))
+        else:
+            argument_types.append(str(mlir_type))
+    pipeline = (
+        f"builtin.module(stablehlo-refine-arguments{{types={','.join(argument_types)}}},"
+        "stablehlo-refine-shapes)"
+    )
+    try:
+        PassManager.parse(pipeline, context=module.context).run(module.operation)
+    except Exception as error:
+        raise ShapeConstraintError(
+            f"shape refinement of the dynamic program for input shapes {list(shapes)} failed: "
+            f"{' '.join(str(error).split())[:600]}"
+        ) from None
+    return str(module)

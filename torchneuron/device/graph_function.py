@@ -1,0 +1,141 @@
+"""A compiled graph run on tensors: what torch.compile's backend calls for each graph.
+
+``NeuronGraphFunction`` takes the tensors an FX graph takes (``neuron`` or CPU) and
+returns what the graph would: it turns them into the program's arrays (host aliases of
+device memory for ``neuron`` tensors, which wait for the device's queue), draws the
+program's random key when it takes one (``CompiledGraph.takes_random_key``), runs the
+NEFF on the core of the inputs' device and puts the None, constant and computed
+outputs back in the graph's order, on the inputs' device.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+import torch.fx
+
+from torchneuron.compiler import tensors
+from torchneuron.compiler.pipeline import CompiledGraph
+from torchneuron.lowering.fx_to_torch import EmptyOutput
+
+
+class NeuronGraphFunction:
+    """Calls a compiled NEFF with torch tensors; returns torch tensors like the FX graph would.
+
+    A graph with random ops takes a last input more than its FX graph: the key of
+    its random draws, drawn at each call from the generator of the inputs' device.
+
+    The program runs on ``core`` when given, else on the core of the inputs' neuron
+    device (``neuron:1`` -> core 1, as eager ops do; the current neuron device for CPU
+    inputs), loaded there on first use: rank 1 of a job whose tensors live on
+    ``neuron:1`` runs its graphs on core 1.
+    """
+
+    def __init__(
+        self,
+        compiled: CompiledGraph,
+        core: int | None = None,
+        device: torch.device | None = None,
+    ):
+        self.compiled = compiled
+        self.random_key = compiled.takes_random_key
+        self.device = device or torch.device("cpu")  # of a graph without tensor inputs
+        self.core = core
+        self.programs: dict[int, Any] = {}  # core index -> LoadedNeff
+        self.loaded = self._program_on(self._core_for(self.device))
+        self.none_outputs = set(compiled.none_outputs)
+        self.constant_outputs = dict(compiled.constant_outputs)
+        self.output_count = compiled.output_count
+
+    def __call__(self, *args):
+        device = first_device(args, self.device)
+        # None stands for an effect token (AOTAutograd threads one through ops such as
+        # linalg's error checks); the program takes it as an empty tensor.
+        on_device = device.type == "neuron"
+        convert = _device_to_numpy() if on_device else tensors.to_numpy
+        arrays = [convert(a) if a is not None else self._empty_input(i) for i, a in enumerate(args)]
+        if self.random_key:
+            arrays.append(random_key(device))
+        # Neuron tensors in and out are charged to HBM as tensors already.
+        program = self.programs.get(self._core_for(device))
+        if program is None:
+            program = self._program_on(self._core_for(device))
+        results = program.execute(arrays, resident=on_device)
+        produced = iter(results)
+        outputs = []
+        for i in range(self.output_count):
+            if i in self.none_outputs:
+                outputs.append(None)
+                continue
+            if i in self.constant_outputs:
+                value = self.constant_outputs[i]
+                outputs.append(value.make(device) if isinstance(value, EmptyOutput) else value)
+                continue
+            tensor = tensors.from_numpy(next(produced))
+            outputs.append(tensor if device.type == "cpu" else tensor.to(device))
+        return outputs
+
+    def _core_for(self, device: torch.device) -> int:
+        if self.core is not None:
+            return self.core
+        if device.type == "neuron":
+            return device.index or 0
+        return _current_neuron_device()
+
+    def _program_on(self, core: int):
+        from torchneuron.runtime import load_neff
+
+        program = self.programs.get(core)
+        if program is None:
+            program = self.programs[core] = load_neff(self.compiled.neff, core=core)
+        return program
+
+    def _empty_input(self, index: int) -> np.ndarray:
+        spec = self.compiled.inputs[index]
+        return np.zeros(spec["shape"], dtype=tensors.numpy_dtype(spec["dtype"]))
+
+
+# The device modules below need its native layer: imported when first needed, so that
+# importing this module (as the backend does) stays cheap.
+
+
+def _device_to_numpy():
+    from torchneuron.device.arrays import host_array
+
+    return host_array
+
+
+def _current_neuron_device() -> int:
+    from torchneuron.device.module import current_device
+
+    return current_device()
+
+
+def random_key(device: torch.device) -> np.ndarray:
+    """Two 32-bit words from the generator of ``device`` (advancing it): a graph's random key."""
+    if device.type == "neuron":
+        from torchneuron.device.host import random_words
+
+        return np.array(random_words(device.index or 0, 2), dtype=np.int64)
+    return torch.randint(0, 2**32, (2,), dtype=torch.int64).numpy()
+
+
+def output_device(gm: torch.fx.GraphModule) -> torch.device | None:
+    """The device of the graph's first tensor output, as traced: where a graph without
+    tensor inputs puts its outputs."""
+    for node in gm.graph.find_nodes(op="output"):
+        for value in torch.utils._pytree.tree_leaves(node.args[0]):
+            traced = value.meta.get("val") if isinstance(value, torch.fx.Node) else None
+            if isinstance(traced, torch.Tensor):
+                return traced.device
+    return None
+
+
+def first_device(args, default: torch.device | None = None) -> torch.device:
+    """The device of the first tensor among ``args``; ``default`` (else CPU) when none is."""
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            return a.device
+    return default or torch.device("cpu")
