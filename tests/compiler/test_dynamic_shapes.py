@@ -1,4 +1,4 @@
-"""Dynamic shapes compiled once (compiler/dynamic.py, backend.DynamicGraphFunction).
+"""Dynamic shapes compiled once (compiler/dynamic*.py, DynamicGraphFunction).
 
 Each test counts front-half compiles (Dynamo graph -> StableHLO with ``?`` dims) and
 per-shape specializations (refinement + back half), and compares every result with
