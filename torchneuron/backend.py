@@ -38,7 +38,7 @@ from torchneuron.compiler.dynamic_functions import (
 )
 from torchneuron.compiler.pipeline import compile_graph
 from torchneuron.device.graph_function import NeuronGraphFunction, output_device
-from torchneuron.errors import CpuFallbackWarning
+from torchneuron.errors import CpuFallbackWarning, TorchNeuronError
 from torchneuron.lowering import LoweringError, decomposition_table
 from torchneuron.lowering.complex_graph import (
     PairedGraph,
@@ -320,7 +320,7 @@ def compile_or_fallback(job: GraphJob):
             return _graph_on_cpu(job.gm, job.name, exc)
         if function is not None:
             return make_boxed_func(function)
-    raise AssertionError("the static route takes every graph")
+    raise TorchNeuronError(f"no route compiles graph {job.name}")  # static takes every one
 
 
 def _graph_on_cpu(gm: torch.fx.GraphModule, name: str, exc: LoweringError):

@@ -186,6 +186,7 @@ def expression_text(expr) -> str:
 
 
 def numpy_dtype_name(array) -> str:
+    """The dtype of ``array`` as a NEFF names a weight's (``float32``, ``bfloat16``)."""
     from torchneuron.neff.weights import weight_dtype_name
 
     return weight_dtype_name(np.asarray(array).dtype) or str(np.asarray(array).dtype)
