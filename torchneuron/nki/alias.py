@@ -14,25 +14,27 @@ from __future__ import annotations
 import sys
 import types
 
+from torchneuron.nki import isa, language
 from torchneuron.nki.errors import NKIError
 
 _installed: dict[str, types.ModuleType] = {}
 
 
 def _targets() -> dict[str, types.ModuleType]:
-    import torchneuron.nki as ours
-
+    # The package facade is imported already (this file is its submodule): looked up, not
+    # imported, since the facade imports this file for install_alias.
+    ours = sys.modules[__package__]
     compiler = types.ModuleType("neuronxcc", "torchneuron's stand-in for neuronxcc (nki only)")
     compiler.__path__ = []  # a package, so ``neuronxcc.nki`` imports
     compiler.nki = ours
     return {
         "nki": ours,
-        "nki.language": ours.language,
-        "nki.isa": ours.isa,
+        "nki.language": language,
+        "nki.isa": isa,
         "neuronxcc": compiler,
         "neuronxcc.nki": ours,
-        "neuronxcc.nki.language": ours.language,
-        "neuronxcc.nki.isa": ours.isa,
+        "neuronxcc.nki.language": language,
+        "neuronxcc.nki.isa": isa,
     }
 
 

@@ -193,7 +193,7 @@ def _undefined_in(undefined: dict, tile) -> np.ndarray:
 
 def _propagate(instr, masks: list, pstate: dict) -> list:
     """The undefined bits of each written tile, (partitions, free), from those of the reads."""
-    rule = getattr(instr, "poison", None)
+    rule = instr.poison
     if rule is not None:
         return rule(masks, pstate)
     tainted = any(m.any() for m in masks)  # no rule: any undefined input taints all outputs
@@ -218,7 +218,7 @@ def execute(trace: Trace, bound: dict | None = None) -> dict:
     undefined = {alloc_id: ~mask for alloc_id, mask in written.items()}
     pstate: dict = {}
     for instr in trace.instructions:
-        for position in getattr(instr, "strict_reads", ()):
+        for position in instr.strict_reads:
             tile = instr.reads[position]
             mask = written.get(tile.alloc.id)
             if mask is not None and not mask[tile.numpy_index()].all():

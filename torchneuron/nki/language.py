@@ -17,6 +17,7 @@ from torchneuron.nki import isa as _isa
 from torchneuron.nki import ops as _ops
 from torchneuron.nki import trace as _trace
 from torchneuron.nki.errors import refuse
+from torchneuron.nki.instruction import partition_first_shape, tile_operand
 from torchneuron.nki.tensor import (
     DTYPES,
     HBM,
@@ -198,7 +199,7 @@ def store(dst: Tile, value: Tile, mask=None, **kwargs) -> None:
 
 def copy(x: Tile, dtype=None, mask=None, **kwargs) -> Tile:
     """A new SBUF tile holding ``x`` (VectorE ``tensor_copy``)."""
-    x = _isa._tile(x, "tensor_copy", "src") if mask is None else x
+    x = tile_operand(x, "tensor_copy", "src") if mask is None else x
     out = ndarray(x.shape, dtype or x.dtype, buffer=sbuf)
     _isa.tensor_copy(out, x, mask=mask)
     return out
@@ -283,7 +284,7 @@ def _elementwise(op: _ops.AluOp, x, y, dtype=None, mask=None) -> Tile:
 
 
 def _activation(fn: _ops.ActivationFn, x, dtype=None, mask=None) -> Tile:
-    x = _isa._tile(x, "activation", "data") if mask is None else x
+    x = tile_operand(x, "activation", "data") if mask is None else x
     out = ndarray(x.shape, as_dtype(dtype) if dtype else x.dtype, buffer=sbuf)
     _isa.activation(out, fn, x, mask=mask)
     return out
@@ -314,8 +315,8 @@ def matmul(x: Tile, y: Tile, transpose_x=False, **kwargs) -> Tile:
 
     Without ``transpose_x`` the contraction axis of ``x`` is its free axis, so ``x`` is first
     transposed on TensorE and copied back to SBUF (two extra instructions, as on hardware)."""
-    x = _isa._tile(x, "nc_matmul", "x")
-    y = _isa._tile(y, "nc_matmul", "y")
+    x = tile_operand(x, "nc_matmul", "x")
+    y = tile_operand(y, "nc_matmul", "y")
     if not transpose_x:
         xt_psum = ndarray((x.free_size, x.partitions), x.dtype, buffer=psum)
         _isa.nc_transpose(xt_psum, x)
@@ -334,7 +335,7 @@ def matmul(x: Tile, y: Tile, transpose_x=False, **kwargs) -> Tile:
 
 def transpose(x: Tile, dtype=None, **kwargs) -> Tile:
     """A new PSUM tile holding ``x`` with its partition and free axes swapped (TensorE)."""
-    x = _isa._tile(x, "nc_transpose", "data")
+    x = tile_operand(x, "nc_transpose", "data")
     out = ndarray((x.free_size, x.partitions), dtype or x.dtype, buffer=psum)
     _isa.nc_transpose(out, x)
     return out
@@ -352,9 +353,9 @@ class _Reduction:
         return f"nl.{self.name}"
 
     def __call__(self, x: Tile, axis, dtype=None, keepdims=False, mask=None, **kwargs) -> Tile:
-        x = _isa._tile(x, "tensor_reduce", "data") if mask is None else x
+        x = tile_operand(x, "tensor_reduce", "data") if mask is None else x
         axes = (axis,) if isinstance(axis, int) else tuple(axis)
-        shape = _isa._pf_shape(x)
+        shape = partition_first_shape(x)
         kept = [n for d, n in enumerate(shape) if d not in axes]
         if keepdims:
             kept = [1 if d in axes else n for d, n in enumerate(shape)]
@@ -377,7 +378,13 @@ mean = _Reduction("mean", add, scale_by_count=True)
 
 def where(condition: Tile, x: Tile, y, dtype=None, mask=None, **kwargs) -> Tile:
     """``x`` where ``condition`` is nonzero, else ``y`` (VectorE ``select_reduce``)."""
-    x = _isa._tile(x, "select_reduce", "on_true") if mask is None else x
+    x = tile_operand(x, "select_reduce", "on_true") if mask is None else x
     out = ndarray(x.shape, as_dtype(dtype) if dtype else x.dtype, buffer=sbuf)
     _isa.select_reduce(out, condition, x, y, mask=mask)
     return out
+
+
+# Calling an operator on tiles and tile arithmetic issue these forms (ops.py).
+_ops.CONVENIENCE_FORMS.update(
+    elementwise=_elementwise, activation=_activation, accumulate=_accumulate
+)

@@ -6,6 +6,10 @@
 ScalarE applies (``nisa.activation``); called on a tile they are ``nl.exp(x)``. Engines
 compute in float32 (the NKI ISA pages: inputs are cast to float32, the result is cast to
 the output dtype), so each function here maps float32 arrays to float32 arrays.
+
+Calling an operator on tiles issues an ``nl`` convenience form, which nki.language defines
+and registers in ``CONVENIENCE_FORMS`` (language issues isa instructions, and those name
+the operators here, so this file cannot import language back).
 """
 
 from __future__ import annotations
@@ -14,6 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+
+# The nl convenience forms, by name, filled by nki.language when it is imported (the
+# torchneuron.nki package imports it, so they are there before any kernel runs):
+# "elementwise" (op, x, y, dtype, mask), "activation" (fn, x, dtype, mask) and
+# "accumulate" (acc, value): ``nl.add(x, y)``, ``nl.exp(x)``, and tensor.Tile's ``+``, ``+=``.
+CONVENIENCE_FORMS: dict[str, Callable] = {}
 
 ARITH = "arith"
 BITVEC = "bitvec"
@@ -28,9 +38,7 @@ class AluOp:
     reduce: Callable | None = None  # ufunc-like .reduce for tensor_reduce
 
     def __call__(self, x, y, dtype=None, mask=None, **kwargs):
-        from torchneuron.nki import language
-
-        return language._elementwise(self, x, y, dtype=dtype, mask=mask)
+        return CONVENIENCE_FORMS["elementwise"](self, x, y, dtype=dtype, mask=mask)
 
     def __repr__(self) -> str:
         return f"nl.{self.name}"
@@ -89,9 +97,7 @@ class ActivationFn:
     fn: Callable[[np.ndarray], np.ndarray]
 
     def __call__(self, x, dtype=None, mask=None, **kwargs):
-        from torchneuron.nki import language
-
-        return language._activation(self, x, dtype=dtype, mask=mask)
+        return CONVENIENCE_FORMS["activation"](self, x, dtype=dtype, mask=mask)
 
     def __repr__(self) -> str:
         return f"nl.{self.name}"

@@ -12,9 +12,6 @@ positive steps), except that an index out of bounds is an error instead of being
 Index grids (``nl.arange``/``nl.mgrid``: ``IndexExpr``) index a dimension with an affine
 range; they are bounds-checked when an instruction uses the tile (``check_bounds``), after
 its ``mask=`` (a ``Predicate``) has cut the tile to the box it keeps (``narrow``).
-
-Why this file is long: tiles, their indexing by slices and by index grids, and masks are one
-model of "which elements an instruction touches"; splitting them would split that model.
 """
 
 from __future__ import annotations
@@ -26,7 +23,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from torchneuron.nki.errors import kernel_location, refuse
+from torchneuron.nki import ops as _ops
+from torchneuron.nki.errors import NKIError, kernel_location, refuse
+from torchneuron.target.dtypes import numpy_dtype
 
 # -- buffers -------------------------------------------------------------------------------
 
@@ -40,35 +39,25 @@ IN_HBM = frozenset([HBM, SHARED_HBM])
 
 # -- dtypes --------------------------------------------------------------------------------
 
-# NKI's dtype names (nki.language) -> the ml_dtypes/NumPy dtype that holds them bit-exactly.
-# tfloat32 is stored as float32 (TensorE reads 19 of its bits; see docs/nki.md).
-_DTYPE_NAMES = (
-    "float32",
-    "bfloat16",
-    "float16",
-    "tfloat32",
-    "float8_e4m3",
-    "float8_e4m3fn",
-    "float8_e5m2",
-    "int8",
-    "int16",
-    "int32",
-    "uint8",
-    "uint16",
-    "uint32",
-    "bool_",
-)
-
-
-def numpy_dtype(name: str) -> np.dtype:
-    import ml_dtypes
-
-    if name == "tfloat32":
-        return np.dtype(np.float32)
-    if name == "bool_":
-        return np.dtype(np.uint8)
-    found = getattr(np, name, None) or getattr(ml_dtypes, name)
-    return np.dtype(found)
+# NKI's dtype names (nki.language) -> the row of the one dtype table (target/dtypes.py)
+# whose NumPy/ml_dtypes dtype holds each bit-exactly. tfloat32 is stored as float32 (TensorE
+# reads 19 of its bits; see docs/nki.md); bool_ as uint8, one byte per element.
+_STORED_AS = {
+    "float32": "float32",
+    "bfloat16": "bfloat16",
+    "float16": "float16",
+    "tfloat32": "float32",
+    "float8_e4m3": "float8_e4m3",
+    "float8_e4m3fn": "float8_e4m3fn",
+    "float8_e5m2": "float8_e5m2",
+    "int8": "int8",
+    "int16": "int16",
+    "int32": "int32",
+    "uint8": "uint8",
+    "uint16": "uint16",
+    "uint32": "uint32",
+    "bool_": "uint8",
+}
 
 
 @dataclass(frozen=True)
@@ -79,7 +68,7 @@ class NkiDType:
 
     @property
     def numpy(self) -> np.dtype:
-        return numpy_dtype(self.name)
+        return numpy_dtype(_STORED_AS[self.name], f"nl.{self.name}", neff=False, error=NKIError)
 
     @property
     def itemsize(self) -> int:
@@ -97,7 +86,7 @@ class NkiDType:
         return f"nl.{self.name}"
 
 
-DTYPES: dict[str, NkiDType] = {name: NkiDType(name) for name in _DTYPE_NAMES}
+DTYPES: dict[str, NkiDType] = {name: NkiDType(name) for name in _STORED_AS}
 
 
 def as_dtype(value, instruction: str = "dtype") -> NkiDType:
@@ -274,55 +263,30 @@ class Tile:
             return (0, 0), (0, 0), True
         return part, (lo, hi), exact
 
-    # -- arithmetic sugar (nl convenience forms) ----------------------------------------
+    # -- arithmetic sugar: the nl element-wise forms (ops.CONVENIENCE_FORMS) -------------
     def __iadd__(self, other):
-        from torchneuron.nki import language
-
-        return language._accumulate(self, other)
-
-    def _binary(self, other, op, reverse=False):
-        from torchneuron.nki import language
-
-        return (
-            language._elementwise(op, other, self)
-            if reverse
-            else language._elementwise(op, self, other)
-        )
+        return _ops.CONVENIENCE_FORMS["accumulate"](self, other)
 
     def __add__(self, other):
-        from torchneuron.nki import language
-
-        return self._binary(other, language.add)
+        return _ops.ALU_OPS["add"](self, other)
 
     def __radd__(self, other):
-        from torchneuron.nki import language
-
-        return self._binary(other, language.add, reverse=True)
+        return _ops.ALU_OPS["add"](other, self)
 
     def __sub__(self, other):
-        from torchneuron.nki import language
-
-        return self._binary(other, language.subtract)
+        return _ops.ALU_OPS["subtract"](self, other)
 
     def __rsub__(self, other):
-        from torchneuron.nki import language
-
-        return self._binary(other, language.subtract, reverse=True)
+        return _ops.ALU_OPS["subtract"](other, self)
 
     def __mul__(self, other):
-        from torchneuron.nki import language
-
-        return self._binary(other, language.multiply)
+        return _ops.ALU_OPS["multiply"](self, other)
 
     def __rmul__(self, other):
-        from torchneuron.nki import language
-
-        return self._binary(other, language.multiply, reverse=True)
+        return _ops.ALU_OPS["multiply"](other, self)
 
     def __truediv__(self, other):
-        from torchneuron.nki import language
-
-        return self._binary(other, language.divide)
+        return _ops.ALU_OPS["divide"](self, other)
 
     def __bool__(self):
         raise refuse(

@@ -38,6 +38,10 @@ class Instruction:
     location: str  # kernel file:line
     # What timing needs: elements per partition streamed, dtype name for the rate, bytes moved.
     cost: dict = field(default_factory=dict)
+    # poison(masks, pstate): the undefined bits of each written tile (emulator.execute);
+    # None: any undefined input makes every output undefined.
+    poison: Callable | None = None
+    strict_reads: tuple[int, ...] = ()  # reads whose unwritten elements are refused outright
     index: int = -1
 
     def operands(self) -> str:
