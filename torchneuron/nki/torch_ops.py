@@ -37,8 +37,9 @@ import numpy as np
 import torch
 
 from torchneuron.nki import emulator, timing
+from torchneuron.nki import trace as _trace
 from torchneuron.nki.errors import NKIError
-from torchneuron.nki.tensor import IN_HBM, Tile
+from torchneuron.nki.tensor import DTYPES, IN_HBM, Tile, as_dtype
 
 NAMESPACE = "torchneuron_nki"
 OP_NAME = f"{NAMESPACE}::call"
@@ -136,7 +137,6 @@ def call(kernel, args, kwargs):
 
 def _numpy_dtype(spec_: CallSpec, dtype: torch.dtype, position: int) -> np.dtype:
     from torchneuron.device.arrays import numpy_dtype
-    from torchneuron.nki.tensor import DTYPES, as_dtype
 
     try:
         if dtype == torch.bool:  # nl.bool_ is held as uint8: its outputs would come back uint8
@@ -383,8 +383,6 @@ class _KernelSchedule:
     """The parts of a NEFF schedule the profiler reads, for one NKI kernel call."""
 
     def __init__(self, name: str, schedule: timing.Schedule, plan: emulator.MemoryPlan):
-        from torchneuron.nki import trace as _trace
-
         self.latency_s = schedule.seconds
         self.flops = 0
         self.hbm_bytes = sum(
