@@ -127,6 +127,10 @@ def test_the_check_sees_an_upward_import(tmp_path, monkeypatch):
     assert imported_top_levels(source) == [(2, "compiler")]
 
 
+# Compiled extensions (setup.py's ext_modules): leaves, with no Python file to follow.
+NATIVE_MODULES = frozenset({"torchneuron.device._C"})
+
+
 def _module_file(module: str) -> Path | None:
     """The file of a dotted torchneuron module name, or None if there is no such module."""
     base = ROOT.joinpath(*module.split("."))
@@ -162,6 +166,7 @@ def imported_files(path: Path) -> dict[Path, int]:
                 if _module_file(f"{absolute}.{alias.name}") is not None
                 else absolute
                 for alias in node.names
+                if f"{absolute}.{alias.name}" not in NATIVE_MODULES
             ]
         else:
             continue

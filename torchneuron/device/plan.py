@@ -25,8 +25,8 @@ from typing import Any
 import torch
 
 from torchneuron.device import _C
+from torchneuron.target.topology import DEVICE_TYPE  # noqa: E402
 
-DEVICE_TYPE = "neuron"
 NEURON = torch.device(DEVICE_TYPE)
 CPU = torch.device("cpu")
 
