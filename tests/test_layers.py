@@ -54,14 +54,16 @@ def _is_submodule(name: str) -> bool:
     return (PACKAGE / f"{name}.py").exists() or (PACKAGE / name / "__init__.py").exists()
 
 
-def imported_top_levels(path: Path) -> list[tuple[int, str]]:
-    """(line, top-level torchneuron module) for every torchneuron import in ``path``."""
+def _imports(path: Path) -> list[tuple[int, str, str | None]]:
+    """(line, module, name) for every name an import in ``path`` brings in, lazy ones
+    inside functions included: ``import a.b`` gives ``(line, "a.b", None)``, ``from m
+    import n`` gives ``(line, "m", "n")`` with a relative ``m`` made absolute."""
     module = _module_name(path)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            names = [(alias.name, None) for alias in node.names]
+            found.extend((node.lineno, alias.name, None) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
@@ -69,20 +71,24 @@ def imported_top_levels(path: Path) -> list[tuple[int, str]]:
                 absolute = ".".join(base + ([node.module] if node.module else []))
             else:
                 absolute = node.module or ""
-            names = [(absolute, alias.name) for alias in node.names]
-        else:
+            found.extend((node.lineno, absolute, alias.name) for alias in node.names)
+    return found
+
+
+def imported_top_levels(path: Path) -> list[tuple[int, str]]:
+    """(line, top-level torchneuron module) for every torchneuron import in ``path``."""
+    found = []
+    for line, absolute, imported in _imports(path):
+        parts = absolute.split(".")
+        if parts[0] != "torchneuron":
             continue
-        for absolute, imported in names:
-            parts = absolute.split(".")
-            if parts[0] != "torchneuron":
-                continue
-            if len(parts) > 1:
-                top = parts[1]
-            elif imported is not None and _is_submodule(imported):
-                top = imported  # from torchneuron import golden
-            else:
-                top = "__init__"  # the package facade itself
-            found.append((node.lineno, top))
+        if len(parts) > 1:
+            top = parts[1]
+        elif imported is not None and _is_submodule(imported):
+            top = imported  # from torchneuron import golden
+        else:
+            top = "__init__"  # the package facade itself
+        found.append((line, top))
     return found
 
 
@@ -148,34 +154,20 @@ def imported_files(path: Path) -> dict[Path, int]:
     parent packages an import also runs are left out: Python finds them already in
     sys.modules while they run, and counting them would join every file to the facade.
     """
-    module = _module_name(path)
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: dict[Path, int] = {}
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            targets = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                absolute = ".".join(base + ([node.module] if node.module else []))
-            else:
-                absolute = node.module or ""
-            targets = [
-                f"{absolute}.{alias.name}"
-                if _module_file(f"{absolute}.{alias.name}") is not None
-                else absolute
-                for alias in node.names
-                if f"{absolute}.{alias.name}" not in NATIVE_MODULES
-            ]
-        else:
-            continue
-        for target in targets:
-            if target.split(".")[0] != "torchneuron":
+    for line, absolute, imported in _imports(path):
+        target = absolute
+        if imported is not None:
+            named = f"{absolute}.{imported}"
+            if named in NATIVE_MODULES:
                 continue
-            file = _module_file(target)
-            if file is not None and file != path:
-                found.setdefault(file, node.lineno)
+            if _module_file(named) is not None:
+                target = named
+        if target.split(".")[0] != "torchneuron":
+            continue
+        file = _module_file(target)
+        if file is not None and file != path:
+            found.setdefault(file, line)
     return found
 
 

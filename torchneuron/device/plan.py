@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from torchneuron.device import _C
-from torchneuron.target.topology import DEVICE_TYPE  # noqa: E402
+from torchneuron.target.topology import DEVICE_TYPE
 
 NEURON = torch.device(DEVICE_TYPE)
 CPU = torch.device("cpu")
