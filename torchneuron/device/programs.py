@@ -21,14 +21,21 @@ import numpy as np
 class ResidentProgram:
     """A compiled op (``compiler.eager.CompiledOp``) and the cores it is loaded on."""
 
-    __slots__ = ("_lock", "compiled", "key", "loaded", "name")
+    __slots__ = ("_lock", "compiled", "loaded")
 
     def __init__(self, compiled: Any):
         self.compiled = compiled
-        self.name = compiled.name
-        self.key = compiled.key
         self.loaded: dict[int, Any] = {}  # core index -> LoadedNeff
         self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self.compiled.name
+
+    @property
+    def key(self) -> str:
+        """The NEFF cache key of the compiled op."""
+        return self.compiled.key
 
     def program_on(self, core: int):
         """The ``LoadedNeff`` for device ``core``, loading it there on first use."""
