@@ -15,10 +15,6 @@ from __future__ import annotations
 import json
 import os
 import queue
-import signal
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -26,15 +22,14 @@ from dataclasses import dataclass
 
 from torchneuron import settings
 
+from ..pool import BASE_ENVIRONMENT, NoAnswer, WorkerProcess, run_in_threads
 from .runner import Failure, OpResult
 
 WORKER_ENVIRONMENT = {
+    **BASE_ENVIRONMENT,
     settings.NO_FALLBACK: "1",
     settings.CACHE: "0",
     settings.XLA_SINGLE_THREADED: "1",
-    "OMP_NUM_THREADS": "1",
-    "TF_CPP_MIN_LOG_LEVEL": "3",
-    "PYTHONFAULTHANDLER": "1",
 }
 
 
@@ -59,56 +54,24 @@ class Task:
         }
 
 
-class _Silent(Exception):
-    """The worker said nothing within the time limit."""
-
-
-class _Worker:
+class _Worker(WorkerProcess):
     def __init__(self, startup_timeout: float):
-        environment = dict(os.environ)
-        environment.update(WORKER_ENVIRONMENT)
-        self.log = tempfile.TemporaryFile(mode="w+b")  # noqa: SIM115 - closed by stop()
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "torchneuron.testing.fuzz.worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.log,
-            env=environment,
-            text=True,
-            bufsize=1,
+        super().__init__(
+            "torchneuron.testing.fuzz.worker",
+            environment={**os.environ, **WORKER_ENVIRONMENT},
+            name="fuzz",
+            startup_timeout=startup_timeout,
+            is_ready=lambda line: json.loads(line).get("event") == "ready",
         )
-        self.lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-        try:
-            ready = self._next(startup_timeout)
-        except _Silent:
-            ready = None
-        if ready is None or ready.get("event") != "ready":
-            reason = self.death_reason()
-            self.stop()
-            raise RuntimeError(f"a fuzz worker failed to start: {reason}")
-
-    def _read(self) -> None:
-        for line in self.process.stdout:
-            self.lines.put(line)
-        self.lines.put(None)
-
-    def _next(self, timeout: float) -> dict | None:
-        try:
-            line = self.lines.get(timeout=timeout)
-        except queue.Empty:
-            raise _Silent from None
-        return None if line is None else json.loads(line)
 
     def run(self, task: Task, case_timeout: float) -> OpResult:
         snippets: dict[str, str] = {}
         mode = task.modes[0]
         cases = 0
         try:
-            self.process.stdin.write(json.dumps(task.to_json()) + "\n")
-            self.process.stdin.flush()
+            self.send(task.to_json())
             while True:
-                event = self._next(case_timeout)
+                event = self.next_event(case_timeout)
                 if event is None:
                     break
                 if event["event"] == "case":
@@ -117,57 +80,18 @@ class _Worker:
                     mode = event["mode"]
                 elif event["event"] == "done":
                     return OpResult.from_json(event["result"])
-            self._wait_for_exit()
+            self.wait_for_exit()
             how = self.death_reason()
         except OSError:
-            self._wait_for_exit()
+            self.wait_for_exit()
             how = self.death_reason()
-        except _Silent:
+        except NoAnswer:
             how = f"hang: no progress within {case_timeout:g} s"
             self.stop()
         result = OpResult(task.op, task.family, cases=cases, crash=how)
         snippet = snippets.get(mode, "# the worker died before running a case\n")
         result.failures.append(Failure(task.op, mode, "crash", how, snippet))
         return result
-
-    def _wait_for_exit(self) -> None:
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-    def alive(self) -> bool:
-        return self.process.poll() is None
-
-    def death_reason(self) -> str:
-        code = self.process.poll()
-        if code is None:
-            how = "stopped responding"
-        elif code < 0:
-            how = f"killed by {signal.Signals(-code).name}"
-        else:
-            how = f"exited with status {code}"
-        return f"the worker process {how}; {self._log_tail()}"[:500]
-
-    def _log_tail(self) -> str:
-        if self.log.closed:
-            return "no log"
-        self.log.seek(0)
-        text = self.log.read().decode("utf-8", "replace")
-        lines = [line.strip() for line in text.splitlines() if line.strip()]
-        for index, line in enumerate(lines):
-            if line.startswith("Fatal Python error"):
-                frames = [f for f in lines[index:] if f.startswith("File ")]
-                return " | ".join([line, *frames[:1]])
-        return lines[-1] if lines else "no output"
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        if not self.log.closed:
-            self.log.close()
 
 
 class FuzzPool:
@@ -193,7 +117,6 @@ class FuzzPool:
             pending.put(item)
         results: list[OpResult | None] = [None] * len(tasks)
         lock = threading.Lock()
-        failures: list[BaseException] = []
 
         def serve() -> None:
             worker: _Worker | None = None
@@ -212,28 +135,17 @@ class FuzzPool:
                         worker = _Worker(self.startup_timeout)
                     result = worker.run(task, self.case_timeout)
                     if result.crash:
-                        worker.stop()
+                        worker.close()
                         worker = None
                     with lock:
                         results[index] = result
                         if on_result is not None:
                             on_result(result)
-            except BaseException as error:
-                failures.append(error)
             finally:
                 if worker is not None:
-                    worker.stop()
+                    worker.close()
 
-        threads = [
-            threading.Thread(target=serve, daemon=True)
-            for _ in range(min(self.workers, max(1, len(tasks))))
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        if failures:
-            raise failures[0]
+        run_in_threads(min(self.workers, max(1, len(tasks))), serve)
         return [result for result in results if result is not None]
 
 
