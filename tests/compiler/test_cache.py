@@ -14,8 +14,8 @@ import pytest
 
 from torchneuron.compiler import cache as cache_module
 from torchneuron.compiler.cache import NeffCache, get_default_cache, key_for
-from torchneuron.compiler.cache_entry import unwrap_entry
 from torchneuron.neff import read_neff
+from torchneuron.runtime.cache_entry import unwrap_entry
 
 
 @functools.cache

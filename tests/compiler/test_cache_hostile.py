@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from torchneuron.compiler import cache_entry
 from torchneuron.compiler.cache import NeffCache, key_for
-from torchneuron.compiler.cache_entry import BadEntry, unwrap_entry, wrap_entry
 from torchneuron.neff import NeffError, read_neff, write_neff
+from torchneuron.runtime import cache_entry
+from torchneuron.runtime.cache_entry import BadEntry, unwrap_entry, wrap_entry
 from torchneuron.runtime.errors import NeuronRuntimeError, out_of_memory_error_type
 
 from .test_cache import small_neff, stored_neff
@@ -319,7 +319,7 @@ def test_read_only_cache_folder_still_reads_its_entries(tmp_path):
 KILLED_WRITER = textwrap.dedent(
     """
     import os, signal, sys
-    from torchneuron.compiler import cache_entry
+    from torchneuron.runtime import cache_entry
     from torchneuron.compiler.cache import NeffCache
     def die(source, destination):
         os.kill(os.getpid(), signal.SIGKILL)  # after the temporary is written, before the rename

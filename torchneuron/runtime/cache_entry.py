@@ -1,13 +1,16 @@
-"""The on-disk form of a NEFF cache entry, and how entries are written.
+"""The on-disk form of a disk-cache entry, and how entries are written.
 
-An entry is the NEFF behind one ASCII header line that ties it to its key::
+An entry is its payload (a NEFF, or an XLA executable) behind one ASCII header line
+that ties it to its key::
 
-    torchneuron-cache-entry <CACHE_FORMAT> <key> <sha256 of the NEFF, hex> <NEFF bytes>\\n
-    <the NEFF, unchanged>
+    <magic> <format> <key> <sha256 of the payload, hex> <payload bytes>\\n
+    <the payload, unchanged>
 
-``unwrap_entry`` refuses (``BadEntry``) anything else: another key's entry or a bare
-NEFF copied over this one, a truncated or extended file, altered bytes, an entry of
-another cache format. ``tail -n +2 <entry> > x.neff`` gives the NEFF back.
+with ``torchneuron-cache-entry`` and ``CACHE_FORMAT`` for NEFF entries (the
+executable cache has its own magic and format). ``unwrap_entry`` refuses
+(``BadEntry``) anything else: another key's entry or a bare NEFF copied over this one,
+a truncated or extended file, altered bytes, an entry of another kind or cache format.
+``tail -n +2 <entry> > x.neff`` gives a NEFF back.
 
 Why an envelope and not a manifest field: the key is the cache's business (it digests
 the compiler's fingerprint and the caller's description of the call), and a NEFF
@@ -27,6 +30,7 @@ import contextlib
 import hashlib
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from torchneuron.files import TEMPORARY_SUFFIX, write_atomically
@@ -44,38 +48,53 @@ class BadEntry(Exception):
     """A disk entry is not a whole entry for the key asked for; the message says why."""
 
 
-def wrap_entry(key: str, neff: bytes) -> bytes:
-    """The bytes of the disk entry holding ``neff`` under ``key`` ."""
-    digest = hashlib.sha256(neff).hexdigest()
+@dataclass(frozen=True)
+class EntryKind:
+    """What a cache's entries are: the header's magic and format, the payload's name."""
+
+    magic: bytes
+    format: int
+    payload: str  # "NEFF", "executable": used in messages
+
+
+NEFF_ENTRY = EntryKind(ENTRY_MAGIC, CACHE_FORMAT, "NEFF")
+
+
+def wrap_entry(key: str, payload: bytes, kind: EntryKind = NEFF_ENTRY) -> bytes:
+    """The bytes of the disk entry holding ``payload`` under ``key`` ."""
+    digest = hashlib.sha256(payload).hexdigest()
     header = b"%s %d %s %s %d\n" % (
-        ENTRY_MAGIC,
-        CACHE_FORMAT,
+        kind.magic,
+        kind.format,
         key.encode(),
         digest.encode(),
-        len(neff),
+        len(payload),
     )
-    return header + neff
+    return header + payload
 
 
-def unwrap_entry(key: str, data: bytes) -> bytes:
-    """The NEFF inside disk entry ``data``; ``BadEntry`` unless it is whole and for ``key``."""
+def unwrap_entry(key: str, data: bytes, kind: EntryKind = NEFF_ENTRY) -> bytes:
+    """The payload inside disk entry ``data``; ``BadEntry`` unless it is whole, of
+    ``kind`` and for ``key``."""
     newline = data.find(b"\n", 0, MAX_ENTRY_HEADER)
     if newline < 0:
         raise BadEntry("not a cache entry (no entry header)")
     fields = data[:newline].split(b" ")
-    if len(fields) != 5 or fields[0] != ENTRY_MAGIC:
+    if len(fields) != 5 or fields[0] != kind.magic:
         raise BadEntry("not a cache entry (no entry header)")
     _, entry_format, entry_key, digest, size = fields
-    if entry_format != str(CACHE_FORMAT).encode():
-        raise BadEntry(f"entry format {_text(entry_format)}, expected {CACHE_FORMAT}")
+    if entry_format != str(kind.format).encode():
+        raise BadEntry(f"entry format {_text(entry_format)}, expected {kind.format}")
     if entry_key != key.encode():
         raise BadEntry(f"it holds the entry of key {_text(entry_key)}")
-    neff = data[newline + 1 :]
-    if size != str(len(neff)).encode():
-        raise BadEntry(f"truncated or extended: header says {_text(size)} bytes, found {len(neff)}")
-    if digest != hashlib.sha256(neff).hexdigest().encode():
-        raise BadEntry("its NEFF bytes do not match the sha256 in its header")
-    return neff
+    payload = data[newline + 1 :]
+    if size != str(len(payload)).encode():
+        raise BadEntry(
+            f"truncated or extended: header says {_text(size)} bytes, found {len(payload)}"
+        )
+    if digest != hashlib.sha256(payload).hexdigest().encode():
+        raise BadEntry(f"its {kind.payload} bytes do not match the sha256 in its header")
+    return payload
 
 
 def _text(field: bytes) -> str:
