@@ -53,8 +53,10 @@ func.func @main(%x: {F32_2x2}) -> {F32_2x2} {{
 
 
 @pytest.fixture(autouse=True)
-def fresh_verification():
-    """Every test starts with nothing verified, trusted or compiled in this process."""
+def fresh_verification(monkeypatch, tmp_path):
+    """Every test starts with nothing verified, trusted or compiled in this process, nor
+    in the disk cache (an executable found there is not verified again)."""
+    monkeypatch.setenv("TORCHNEURON_CACHE_DIR", str(tmp_path / "cache"))
     verifier.clear_verified_programs()
     clear_executable_cache()
     yield

@@ -3,14 +3,31 @@
 The torch.compile backend and ``neuronc`` sit above, in ``torchneuron.backend`` and
 ``torchneuron.cli``."""
 
-from .pipeline import (
-    STAGES,
-    CompiledGraph,
-    CompileError,
-    clear_memory_cache,
-    compile_artifact,
-    compile_graph,
-)
+import importlib
+
+# The pipeline imports torch-mlir and every lowering rule (about a second); a process
+# whose programs all come from the disk cache never needs it, so it loads on first use.
+_LAZY = {
+    name: "pipeline"
+    for name in (
+        "STAGES",
+        "CompiledGraph",
+        "CompileError",
+        "clear_memory_cache",
+        "compile_artifact",
+        "compile_graph",
+    )
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'torchneuron.compiler' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"torchneuron.compiler.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "STAGES",

@@ -44,6 +44,7 @@ import contextlib
 import dataclasses
 import hashlib
 import os
+import stat
 import threading
 import time
 import warnings
@@ -103,6 +104,9 @@ class Entries:
     # Entries bigger than this are refused unread (a bound on hostile files); None: the
     # payload's own reader bounds what it reads.
     max_bytes: int | None = None
+    # Read entries only from files this user owns that nobody else may write (for
+    # payloads nothing can check once the envelope is whole: native code).
+    private: bool = False
 
 
 @dataclasses.dataclass
@@ -318,6 +322,11 @@ class DiskCache:
                 identity = file_identity(os.fstat(handle.fileno()))
                 if identity in self._refused_files:
                     return None
+                if self.entries.private and not _owned_privately(os.fstat(handle.fileno())):
+                    self._refuse(
+                        key, None, "another user owns it or others may write it", path, identity
+                    )
+                    return None
                 bound = self.entries.max_bytes
                 if bound is not None and identity[2] > bound + MAX_ENTRY_HEADER:
                     self._refuse(
@@ -446,6 +455,13 @@ class DiskCache:
 
 
 _REFUSED = object()
+
+
+def _owned_privately(file_stat: os.stat_result) -> bool:
+    """True when this user owns the file and nobody else may write it."""
+    if not hasattr(os, "getuid"):  # pragma: no cover - not reached on Linux or macOS
+        return True
+    return file_stat.st_uid == os.getuid() and not file_stat.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
 def _mark_used(path: Path) -> None:

@@ -54,8 +54,15 @@ import numpy as np
 from torchneuron import settings
 from torchneuron.lru import LRU
 from torchneuron.runtime.errors import InvalidNeffError, NeuronRuntimeError
+from torchneuron.runtime.executable_cache import (
+    BadExecutableEntry,
+    decode_payload,
+    default_executable_cache,
+    encode_payload,
+    executable_key,
+)
 from torchneuron.runtime.program import ProgramSignature, TensorType
-from torchneuron.runtime.verifier import start_verifier_for, verified_program
+from torchneuron.runtime.verifier import verified_program
 from torchneuron.target.dtypes import numpy_dtype
 
 SINGLE_THREADED_XLA_FLAGS = ("--xla_cpu_multi_thread_eigen=false",)
@@ -147,6 +154,11 @@ def default_xla_threads() -> int:
     return len(os.sched_getaffinity(0))
 
 
+class _MemoryOnly(Exception):
+    """A program compiled that is not to be kept on disk (XLA cannot serialize its
+    executable, or its NEFF declares another signature and will be refused)."""
+
+
 class XlaCpuExecutor:
     """Numerics through XLA's CPU compiler, one PJRT CPU device."""
 
@@ -212,30 +224,66 @@ class XlaCpuExecutor:
             os.environ["XLA_FLAGS"] = " ".join([flags, *missing]).strip()
         return threads
 
-    def prepare(self, program: bytes, label: str) -> PreparedProgram:
+    def prepare(
+        self, program: bytes, label: str, declared: ProgramSignature | None = None
+    ) -> PreparedProgram:
+        """The program compiled (or its executable from the disk cache). ``declared``: the
+        signature the NEFF says the program has; a cached executable recorded with another
+        is a bad entry (a fresh compile is returned as it is, for the caller to refuse)."""
         digest = hashlib.sha256(program).hexdigest()
         key = (self.name, digest)
         cached = PROGRAM_CACHE.get(key)
         if cached is not None:
             return cached
-        if not self.started:
-            start_verifier_for(program)  # the child starts up while XLA does
-            self._start()
-        verified = verified_program(program, label)
-        started = time.perf_counter()
+        self._start()
+        compiled: dict[str, Any] = {}
+
+        def compile_entry() -> bytes:
+            verified = verified_program(program, label)
+            started = time.perf_counter()
+            executable = self._compile(verified.program, label)
+            compiled["prepared"] = PreparedProgram(
+                digest, verified.signature, executable, time.perf_counter() - started
+            )
+            if declared is not None and verified.signature != declared:
+                raise _MemoryOnly()  # the caller refuses this NEFF; keep nothing on disk
+            try:
+                serialized = self._backend.serialize_executable(executable)
+            except Exception:  # XLA raises its own runtime error types
+                raise _MemoryOnly() from None  # runs; the next process compiles it again
+            compiled["payload"] = encode_payload(verified.signature, serialized)
+            return compiled["payload"]
+
+        def load(payload: bytes) -> PreparedProgram:
+            if payload is compiled.get("payload"):
+                return compiled["prepared"]
+            started = time.perf_counter()
+            signature, serialized = decode_payload(payload)
+            if declared is not None and signature != declared:
+                raise BadExecutableEntry("its signature is not the one the NEFF declares")
+            executable = self._backend.deserialize_executable(
+                serialized, self._backend.devices()[:1], self._xla_client.CompileOptions()
+            )
+            return PreparedProgram(digest, signature, executable, time.perf_counter() - started)
+
         try:
-            executable = self._backend.compile_and_load(
-                verified.program, self._backend.devices()[:1], self._xla_client.CompileOptions()
+            prepared = default_executable_cache().get_or_compile(
+                executable_key(digest), compile_entry, load=load
+            )
+        except _MemoryOnly:
+            prepared = compiled["prepared"]
+        PROGRAM_CACHE.put(key, prepared)
+        return prepared
+
+    def _compile(self, program: bytes, label: str) -> Any:
+        try:
+            return self._backend.compile_and_load(
+                program, self._backend.devices()[:1], self._xla_client.CompileOptions()
             )
         except Exception as error:  # XLA raises its own runtime error types
             raise InvalidNeffError(
                 f"{label}: XLA could not compile the program: {str(error).strip()}"
             ) from None
-        prepared = PreparedProgram(
-            digest, verified.signature, executable, time.perf_counter() - started
-        )
-        PROGRAM_CACHE.put(key, prepared)
-        return prepared
 
     def _put(self, array: np.ndarray, force_copy: bool) -> Any:
         aval = self._shaped_array(array.shape, array.dtype)

@@ -52,7 +52,7 @@ from torchneuron.runtime.errors import (
     NeuronRuntimeError,
 )
 from torchneuron.runtime.executor import DEFAULT_EXECUTOR, PreparedProgram, get_executor
-from torchneuron.runtime.program import TensorType
+from torchneuron.runtime.program import ProgramSignature, TensorType
 from torchneuron.settings import LNC, TARGET
 from torchneuron.target.dtypes import dtype_name, numpy_dtype
 
@@ -182,7 +182,10 @@ class LoadedNeff:
         program = neff.program
         if not isinstance(program, (bytes, bytearray, memoryview)) or len(program) == 0:
             raise InvalidNeffError(f"{self.label} has no program")
-        self.prepared: PreparedProgram = executor.prepare(program, self.label)
+        declared = ProgramSignature(
+            tuple(v.tensor_type for v in arguments), tuple(v.tensor_type for v in program_outputs)
+        )
+        self.prepared: PreparedProgram = executor.prepare(program, self.label, declared)
         self._check_signature(arguments, program_outputs)
 
         # HBM: the program and each weight stay resident until unload; allocate all

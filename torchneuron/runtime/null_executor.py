@@ -22,7 +22,7 @@ from torchneuron.runtime.executor import (
     PreparedProgram,
     Runner,
 )
-from torchneuron.runtime.program import TensorType
+from torchneuron.runtime.program import ProgramSignature, TensorType
 from torchneuron.runtime.verifier import verified_program
 from torchneuron.target.dtypes import numpy_dtype
 
@@ -34,7 +34,9 @@ class NullExecutor:
 
     name = NULL_EXECUTOR
 
-    def prepare(self, program: bytes, label: str) -> PreparedProgram:
+    def prepare(
+        self, program: bytes, label: str, declared: ProgramSignature | None = None
+    ) -> PreparedProgram:
         digest = hashlib.sha256(program).hexdigest()
         key = (self.name, digest)
         cached = PROGRAM_CACHE.get(key)
