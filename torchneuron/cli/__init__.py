@@ -10,6 +10,8 @@ neuronc estimate dynamic.neff --shape x=4x1000   # a dynamic program priced at o
 neuronc profile model.neff -o trace.json      # Perfetto/Chrome trace, one lane per engine
 neuronc estimate model.pt2 --target trn2 --target trn3   # side by side, no NEFF written
 neuronc plan gpt --batch 16 --dp 2 --fsdp 8 --tp 4   # a parallel training step, per core
+neuronc cache info                            # the disk cache: NEFFs and XLA executables
+neuronc cache prune --max-size 2G             # drop the least recently used entries
 neuronc golden update model.pt2 --dir goldens/model   # write normalized IR of each stage
 neuronc golden check  model.pt2 --dir goldens/model   # exit 1 with a diff if it changed
 
@@ -34,6 +36,7 @@ from pathlib import Path
 
 from torchneuron.errors import TorchNeuronError, one_line
 
+from .cache import add_cache_arguments, cache_command
 from .estimate import estimate_command
 from .files import (
     FileProblem,
@@ -232,6 +235,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_plan_arguments(plan_cmd)
     plan_cmd.set_defaults(handler=plan_command)
+
+    cache_cmd = commands.add_parser(
+        "cache", help="see and bound the disk cache of NEFFs and XLA executables"
+    )
+    add_cache_arguments(cache_cmd)
+    cache_cmd.set_defaults(handler=cache_command)
 
     run_cmd = commands.add_parser("run", help="run a NEFF on an emulated NeuronCore")
     run_cmd.add_argument("neff")

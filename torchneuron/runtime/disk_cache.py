@@ -273,23 +273,8 @@ class DiskCache:
 
     def prune(self, max_bytes: int) -> tuple[int, int]:
         """Delete the least recently used disk entries until at most ``max_bytes`` remain;
-        (entries, bytes) deleted. Use is the file's access time, which a disk hit sets."""
-        found = []
-        for path in self.disk_entries():
-            with contextlib.suppress(OSError):
-                stat = path.stat()
-                found.append((max(stat.st_atime_ns, stat.st_mtime_ns), stat.st_size, path))
-        total = sum(size for _, size, _ in found)
-        removed = freed = 0
-        for _, size, path in sorted(found):
-            if total <= max_bytes:
-                break
-            with contextlib.suppress(OSError):
-                path.unlink()
-                total -= size
-                removed += 1
-                freed += size
-        return removed, freed
+        (entries, bytes) deleted."""
+        return prune_together([self], max_bytes)
 
     # -- internals ----------------------------------------------------------
 
@@ -455,6 +440,29 @@ class DiskCache:
 
 
 _REFUSED = object()
+
+
+def prune_together(caches: list[DiskCache], max_bytes: int) -> tuple[int, int]:
+    """Delete the least recently used entries of all ``caches`` (one order over them all:
+    a disk hit sets an entry's access time) until at most ``max_bytes`` remain on disk;
+    (entries, bytes) deleted. An entry another process is reading stays readable to it."""
+    found = []
+    for cache in caches:
+        for path in cache.disk_entries():
+            with contextlib.suppress(OSError):
+                stat = path.stat()
+                found.append((max(stat.st_atime_ns, stat.st_mtime_ns), stat.st_size, path))
+    total = sum(size for _, size, _ in found)
+    removed = freed = 0
+    for _, size, path in sorted(found):
+        if total <= max_bytes:
+            break
+        with contextlib.suppress(OSError):
+            path.unlink()
+            total -= size
+            removed += 1
+            freed += size
+    return removed, freed
 
 
 def _owned_privately(file_stat: os.stat_result) -> bool:
