@@ -1,11 +1,11 @@
 """``neuronc cache info|clear|prune``: see and bound the disk cache.
 
 The cache folder (``TORCHNEURON_CACHE_DIR``, default ``~/.cache/torchneuron``) holds
-two kinds of entries: NEFFs (``neff/``: what the compiler made for an eager op or a
-graph) and the XLA executables compiled from their programs (``xla/``: what a new
-process loads instead of compiling). ``info`` prints each kind's entries and bytes;
+three kinds of entries: eager ops' NEFFs (``neff/``), compiled graphs (``graph/``: a
+``torch.compile`` graph's NEFF and facts) and the XLA executables compiled from their
+programs (``xla/``: what a new process loads instead of compiling). ``info`` prints each kind's entries and bytes;
 ``clear`` deletes every entry; ``prune --max-size 2G`` deletes the least recently used
-entries, both kinds together, until the folder holds at most that much.
+entries, all kinds together, until the folder holds at most that much.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def add_cache_arguments(command) -> None:
     actions.required = True
     info = actions.add_parser("info", help="the cache folder, its entries and their size")
     info.add_argument("--json", action="store_true", help="print JSON for scripts")
-    actions.add_parser("clear", help="delete every entry (NEFFs and executables)")
+    actions.add_parser("clear", help="delete every entry (NEFFs, graphs and executables)")
     prune = actions.add_parser(
         "prune", help="delete the least recently used entries until the folder fits a size"
     )
@@ -47,11 +47,12 @@ def add_cache_arguments(command) -> None:
 
 def _caches() -> list:
     from torchneuron.compiler.cache import NeffCache
+    from torchneuron.compiler.graph_cache import GraphCache
     from torchneuron.runtime.disk_cache import default_cache_dir
     from torchneuron.runtime.executable_cache import ExecutableCache
 
     root = default_cache_dir()
-    return [NeffCache(root), ExecutableCache(root)]
+    return [NeffCache(root), GraphCache(root), ExecutableCache(root)]
 
 
 def cache_command(args) -> int:

@@ -34,7 +34,7 @@ from torchneuron import lowering
 from torchneuron.lowering.rules.random import seed_random_ops
 from torchneuron.lru import LRU
 
-from . import program, stages, tensors
+from . import graph_cache, program, stages, tensors
 from .compilation import (
     TARGETS,
     Compilation,
@@ -108,6 +108,10 @@ def compile_graph(
     if cacheable:
         key = _cache_key(gm, request, weights)
         hit = _MEMORY_CACHE.get(key)
+        if hit is None and stop_after == "neff":
+            hit = graph_cache.load(key, name, target)  # compiled by an earlier process
+            if hit is not None:
+                _MEMORY_CACHE.put(key, hit)
         if hit is not None:
             return replace(hit, cache_hit=True)
 
@@ -117,6 +121,8 @@ def compile_graph(
     result = compilation.run("fx")
     if key is not None:
         _MEMORY_CACHE.put(key, result)
+        if stop_after == "neff":
+            graph_cache.store(key, result)
     return result
 
 

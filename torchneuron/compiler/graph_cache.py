@@ -1,0 +1,152 @@
+"""Compiled graphs on disk: a warm process skips torch-mlir, the passes and the cost model.
+
+``compile_graph`` keeps each graph it compiles to a NEFF in memory (``pipeline``'s
+``_MEMORY_CACHE``) and here, so the next process that traces the same graph (same code,
+shapes, dtypes, weights, request, compiler) loads the NEFF instead of compiling it;
+the runtime then finds the program's XLA executable in its own cache
+(``runtime/executable_cache.py``)::
+
+    <root>/graph/<key[:2]>/<key>.graph
+
+**Entry.** ``DiskCache``'s envelope (key, sha256, size) around one JSON line, the
+graph-level facts a NEFF does not hold (how many outputs the FX graph has, which are
+None or constants, whether the program takes a random key), then the NEFF. The rest of
+a ``CompiledGraph`` (inputs, weights, outputs, run-time checks) is read from the NEFF's
+manifest. ``check_payload`` refuses a line that is not exactly those facts with sane
+values, or a NEFF the reader refuses; the runtime verifies the NEFF's program when it
+loads, as for any NEFF. A refused entry is a miss: compiled again, replaced, one
+``RuntimeWarning``. ``stage_seconds`` of a hit is empty and ``cache_hit`` is True.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from typing import Any
+
+from torchneuron.compiler.cache import compiler_fingerprint
+from torchneuron.runtime.cache_entry import EntryKind
+from torchneuron.runtime.disk_cache import DiskCache, Entries, default_cache
+
+from .compilation import CompiledGraph
+
+GRAPH_FORMAT = 1
+GRAPH_ENTRY = EntryKind(b"torchneuron-graph-entry", GRAPH_FORMAT, "compiled graph")
+MAX_FACTS_LINE = 1 << 20
+_FACTS = ("output_count", "none_outputs", "constant_outputs", "takes_random_key")
+
+
+class BadGraphEntry(Exception):
+    """A graph entry's payload is not what this module writes."""
+
+
+def encode_payload(compiled: CompiledGraph) -> bytes:
+    facts = {
+        "output_count": compiled.output_count,
+        "none_outputs": list(compiled.none_outputs),
+        "constant_outputs": [[k, v] for k, v in sorted(compiled.constant_outputs.items())],
+        "takes_random_key": compiled.takes_random_key,
+    }
+    return json.dumps(facts, separators=(",", ":")).encode() + b"\n" + compiled.neff
+
+
+def decode_payload(payload: bytes, name: str, target: str) -> CompiledGraph:
+    """The ``CompiledGraph`` of a payload; ``BadGraphEntry`` (or the NEFF reader's error)
+    when it is not one this module wrote."""
+    from torchneuron.neff import read_neff
+
+    newline = payload.find(b"\n", 0, MAX_FACTS_LINE)
+    if newline < 0:
+        raise BadGraphEntry("no graph line")
+    try:
+        facts = json.loads(payload[:newline])
+    except (ValueError, RecursionError):
+        raise BadGraphEntry("its graph line is not JSON") from None
+    if not isinstance(facts, dict) or set(facts) != set(_FACTS):
+        raise BadGraphEntry("its graph line does not hold the graph's facts")
+    count = facts["output_count"]
+    if not _whole(count) or count > 1 << 20:
+        raise BadGraphEntry("its output count is not a count")
+    nones = facts["none_outputs"]
+    if not isinstance(nones, list) or not all(_whole(i) and i < count for i in nones):
+        raise BadGraphEntry("its None outputs are not output positions")
+    constants = facts["constant_outputs"]
+    if not isinstance(constants, list) or not all(
+        isinstance(pair, list)
+        and len(pair) == 2
+        and _whole(pair[0])
+        and pair[0] < count
+        and isinstance(pair[1], (int, float, bool))
+        for pair in constants
+    ):
+        raise BadGraphEntry("its constant outputs are not (position, number) pairs")
+    if not isinstance(facts["takes_random_key"], bool):
+        raise BadGraphEntry("its random-key flag is not a boolean")
+    neff_bytes = payload[newline + 1 :]
+    neff = read_neff(neff_bytes)
+    signature = neff.manifest["signature"]
+    outputs = [_spec(o) for o in signature["outputs"]]
+    if len(outputs) + len(nones) + len(constants) > count:
+        raise BadGraphEntry("its NEFF has more outputs than the graph")
+    return CompiledGraph(
+        name=name,
+        target=target,
+        neff=neff_bytes,
+        inputs=[_spec(i) for i in signature["inputs"]],
+        weights=[_spec(w) for w in neff.manifest.get("weights", [])],
+        outputs=outputs,
+        output_count=count,
+        none_outputs=tuple(nones),
+        constant_outputs={position: value for position, value in constants},
+        checks=list(neff.manifest.get("checks", [])),
+        takes_random_key=facts["takes_random_key"],
+        cache_hit=True,
+    )
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _spec(entry: dict) -> dict:
+    return {"name": entry["name"], "shape": list(entry["shape"]), "dtype": entry["dtype"]}
+
+
+def _check(payload: bytes) -> None:
+    decode_payload(payload, "graph", "trn2")
+
+
+class GraphCache(DiskCache):
+    """Compiled graphs (NEFF and graph facts) by ``graph_key``."""
+
+    entries = Entries(folder="graph", suffix=".graph", kind=GRAPH_ENTRY, check=_check)
+
+    def __init__(self, directory) -> None:
+        # pipeline's _MEMORY_CACHE holds the CompiledGraph objects in memory already
+        super().__init__(directory, memory_entries=0)
+
+
+def graph_key(request_digest: str) -> str:
+    """The disk key of a graph whose ``pipeline._cache_key`` is ``request_digest``: the
+    compiler's fingerprint (its sources, its dependencies) mixed in."""
+    return hashlib.sha256(f"{compiler_fingerprint()}\0{request_digest}".encode()).hexdigest()
+
+
+def load(request_digest: str, name: str, target: str) -> CompiledGraph | None:
+    """The graph compiled earlier (by any process) for this request, or None."""
+    cache = default_cache(GraphCache)
+    payload = cache.get(graph_key(request_digest))
+    if payload is None:
+        return None
+    return decode_payload(payload, name, target)
+
+
+def store(request_digest: str, compiled: CompiledGraph) -> None:
+    """Keep ``compiled`` (compiled to a NEFF) for the next process."""
+    constants = compiled.constant_outputs.values()
+    if compiled.neff is None or not all(
+        type(v) in (int, bool) or (type(v) is float and math.isfinite(v)) for v in constants
+    ):
+        return  # nothing to keep, or a constant that JSON cannot carry exactly
+    default_cache(GraphCache).put(graph_key(request_digest), encode_payload(compiled))
