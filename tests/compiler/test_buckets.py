@@ -21,8 +21,10 @@ from torchneuron.compiler import buckets, dynamic
 
 
 @pytest.fixture(autouse=True)
-def _fresh(monkeypatch):
+def _fresh(monkeypatch, tmp_path):
     monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
+    # the counts below assume no specialization of an earlier test or process on disk
+    monkeypatch.setenv("TORCHNEURON_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv(settings.BUCKETS, raising=False)
     torch._dynamo.reset()
     dynamic.reset_stats()

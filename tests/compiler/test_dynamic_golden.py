@@ -85,13 +85,16 @@ def _assert_mismatch(check: Path, prefix: str, text: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def programs():
+def programs(tmp_path_factory):
     """Per graph: the model, the DynamicProgram and {size: CompiledGraph}."""
     from torchneuron.compiler.exported import exported_graph
 
     built = {}
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TORCHNEURON_NO_FALLBACK", "1")
+        # specialized here, not loaded from an earlier run's disk cache: the refined
+        # programs' artifacts are what the goldens read
+        patch.setenv("TORCHNEURON_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
         dynamic.reset_stats()
         for graph, (build, _shape_spec, _range, sizes, _prefix_name) in CASES.items():
             model, example, dims = build()

@@ -18,8 +18,10 @@ from torchneuron.compiler.dynamic import ShapeConstraintError, SymbolicSignature
 
 
 @pytest.fixture(autouse=True)
-def _fresh(monkeypatch):
+def _fresh(monkeypatch, tmp_path):
     monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
+    # the counts below assume no specialization of an earlier test or process on disk
+    monkeypatch.setenv("TORCHNEURON_CACHE_DIR", str(tmp_path / "cache"))
     torch._dynamo.reset()
     dynamic.reset_stats()
     with warnings.catch_warnings():
@@ -45,6 +47,34 @@ def test_mlp_dynamic_batch_front_half_once():
     assert stats["specializations"] == 3  # 3, 5 and 11; the second 5 is a hit
     assert stats["specialization_hits"] == 1
     assert stats["per_shape_front_half"] == 0
+
+
+def test_a_new_process_reuses_the_specializations_of_an_earlier_one():
+    """What a second process finds on disk: every shape the first one specialized, so it
+    lowers the graph once (Dynamo's trace is per process) and specializes nothing."""
+    import itertools
+
+    from torchneuron import backend
+
+    model = _mlp()
+    inputs = [torch.randn(batch, 8) for batch in (3, 5, 11)]
+    runs = []
+    for _process in range(2):
+        # a new process: no trace, no program, no specialization, graphs numbered from 0
+        torch._dynamo.reset()
+        dynamic.reset_stats()
+        backend._graph_ids = itertools.count()
+        compiled = torch.compile(model, backend="neuron", dynamic=True)
+        with torch.no_grad():
+            outputs = [compiled(x) for x in inputs]
+        runs.append((dynamic.stats(), outputs))
+    (first, first_out), (second, second_out) = runs
+    assert first["specializations"] == 3 and first["disk_specializations"] == 0
+    assert second["front_half"] == 1  # the symbolic lowering runs in every process
+    assert second["specializations"] == 0 and second["disk_specializations"] == 3
+    with torch.no_grad():
+        for got, x in zip(second_out, inputs):
+            torch.testing.assert_close(got, model(x), rtol=1e-5, atol=1e-5)
 
 
 def test_neuron_device_inputs_dynamic_batch():

@@ -16,6 +16,7 @@ benchmark can assert "compiled once".
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -27,7 +28,7 @@ from torch_mlir import ir
 from torchneuron.counters import Counters
 from torchneuron.lru import LRU
 
-from . import dynamic_neff, program, stages
+from . import dynamic_neff, graph_cache, program, stages
 from .compilation import CompiledGraph
 from .dynamic_signature import (
     ShapeConstraintError,
@@ -39,9 +40,16 @@ from .dynamic_signature import (
 
 # Counters of this process: front_half (graphs lowered once with symbolic sizes),
 # specializations (back-half compiles, one per concrete shape), specialization_hits
-# (calls answered by an already specialized program), per_shape_front_half (graphs
+# (calls answered by an already specialized program), disk_specializations (shapes
+# another process specialized, loaded from the disk cache), per_shape_front_half (graphs
 # that could not stay symbolic and were retraced for a shape: the old path).
-STATS = Counters("front_half", "specializations", "specialization_hits", "per_shape_front_half")
+STATS = Counters(
+    "front_half",
+    "specializations",
+    "specialization_hits",
+    "disk_specializations",
+    "per_shape_front_half",
+)
 reset_stats = STATS.reset
 stats = STATS.snapshot
 
@@ -69,6 +77,7 @@ class DynamicProgram:
     front_half_seconds: float = 0.0
     _specialized: LRU = field(default_factory=lambda: LRU(SPECIALIZATION_CAPACITY), repr=False)
     _loaded: LRU = field(default_factory=lambda: LRU(SPECIALIZATION_CAPACITY), repr=False)
+    _weights_digest: str | None = field(default=None, repr=False)
 
     def specialize(self, shapes: Sequence[Sequence[int]]) -> CompiledGraph:
         """The program compiled for inputs of ``shapes`` (cached per shape)."""
@@ -78,12 +87,18 @@ class DynamicProgram:
             STATS["specialization_hits"] += 1
             return hit
         self.signature.bind(key)
+        disk_key = self._disk_key(key)
+        stored = graph_cache.load(disk_key, self._specialized_name(key), self.target)
+        if stored is not None:  # specialized by an earlier process
+            STATS["disk_specializations"] += 1
+            self._specialized.put(key, stored)
+            return stored
         start = time.perf_counter()
         refined = refine(self.text, key, self.signature)
         refine_seconds = time.perf_counter() - start
         compiled = compile_refined(
             refined,
-            name=f"{self.name}_" + "_".join("x".join(map(str, s)) or "s" for s in key),
+            name=self._specialized_name(key),
             target=self.target,
             pipeline=self.pipeline,
             weights=self.weights,
@@ -100,7 +115,36 @@ class DynamicProgram:
         compiled.stage_seconds = {"refine": refine_seconds, **compiled.stage_seconds}
         STATS["specializations"] += 1
         self._specialized.put(key, compiled)
+        graph_cache.store(disk_key, compiled)
         return compiled
+
+    def _specialized_name(self, key: tuple) -> str:
+        return f"{self.name}_" + "_".join("x".join(map(str, s)) or "s" for s in key)
+
+    def _disk_key(self, shapes: tuple) -> str:
+        """What a specialization depends on, as a digest (``graph_cache.graph_key`` mixes
+        in the compiler's fingerprint): the program, the shapes, the request, the weights."""
+        if self._weights_digest is None:
+            digest = hashlib.sha256()
+            for name, array in sorted(self.weights.items()):
+                array = np.ascontiguousarray(array)
+                digest.update(f"{name}:{array.dtype}:{array.shape};".encode())
+                digest.update(array.tobytes())
+            self._weights_digest = digest.hexdigest()
+        parts = (
+            "dynamic specialization",
+            self.text,
+            repr(shapes),
+            self.name,
+            self.target,
+            repr(self.pipeline),
+            repr(sorted(self.weight_sources.items())),
+            repr(self.output_names),
+            repr((self.output_count, self.none_outputs, sorted(self.constant_outputs.items()))),
+            repr(sorted(self.size_outputs.items())),
+            self._weights_digest,
+        )
+        return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
     def optimized(self, shapes: Sequence[Sequence[int]], target: str | None = None) -> str:
         """The program refined to ``shapes`` and through the pass pipeline, not
