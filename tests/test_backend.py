@@ -156,7 +156,8 @@ def test_no_fallback_switch_makes_it_an_error(monkeypatch):
     assert "eigvalsh" in str(info.value)  # the user's source line
 
 
-def test_second_compile_of_same_graph_is_a_memory_cache_hit():
+def test_second_compile_of_same_graph_is_a_memory_cache_hit(monkeypatch, tmp_path):
+    monkeypatch.setenv("TORCHNEURON_CACHE_DIR", str(tmp_path))  # nothing on disk yet
     clear_memory_cache()
     gm = torch.fx.symbolic_trace(lambda x: torch.relu(x) * 2)
     x = torch.randn(3, 3)
