@@ -77,6 +77,22 @@ def test_a_new_process_reuses_the_specializations_of_an_earlier_one():
             torch.testing.assert_close(got, model(x), rtol=1e-5, atol=1e-5)
 
 
+def test_gpt_inference_over_sequence_lengths_is_native():
+    """The zoo GPT's positions come from ``arange(T)``, whose length the lowering computes
+    in float arithmetic: the refined program is static only after folding (it used to
+    keep dynamic ops and fall back to the CPU)."""
+    from torchneuron.zoo import ZOO
+
+    model = ZOO["gpt"].build().eval()
+    compiled = torch.compile(model, backend="neuron", dynamic=True)
+    with torch.no_grad():
+        for length in (16, 23):
+            tokens = torch.randint(0, 128, (2, length))
+            torch.testing.assert_close(compiled(tokens), model(tokens), rtol=1e-4, atol=1e-4)
+    assert dynamic.stats()["front_half"] == 1
+    assert dynamic.stats()["specializations"] == 2
+
+
 def test_neuron_device_inputs_dynamic_batch():
     model = _mlp()
     on_device = _mlp().to("neuron")

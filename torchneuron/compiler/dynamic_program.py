@@ -17,6 +17,7 @@ benchmark can assert "compiled once".
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -259,4 +260,28 @@ def refine(text: str, shapes: Sequence[Sequence[int]], signature: SymbolicSignat
             f"shape refinement of the dynamic program for input shapes {list(shapes)} failed: "
             f"{' '.join(str(error).split())[:600]}"
         ) from None
+    _settle(module)
     return str(module)
+
+
+# Rounds of folding and refining a refined program may need: a size computed in float
+# arithmetic (``arange``'s ceil((end - start) / step)) is a constant only after our
+# folder ran, and the shapes it feeds are static only after the next refinement.
+SETTLE_ROUNDS = 4
+_DYNAMIC_DIMENSION = re.compile(r"tensor<[^>]*\?")
+
+
+def _settle(module: ir.Module) -> None:
+    """Fold constants and refine shapes until no dimension is dynamic (at most
+    ``SETTLE_ROUNDS`` times; dynamic ops over static types are the pass pipeline's
+    ``stablehlo-canonicalize-dynamism``'s); what is left then is the pipeline's to report."""
+    from torchneuron.passes import PassContext
+    from torchneuron.passes import PassManager as OurPassManager
+
+    manager = OurPassManager.from_pipeline(
+        "fold-constants,stablehlo-canonicalize-dynamism,stablehlo-refine-shapes"
+    )
+    for _ in range(SETTLE_ROUNDS):
+        if not _DYNAMIC_DIMENSION.search(str(module)):
+            return
+        manager.run(module, PassContext(weights={}))
