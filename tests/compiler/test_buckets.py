@@ -70,6 +70,39 @@ def test_bucket_environment_variable(monkeypatch):
             NeuronBackendOptions(None)
 
 
+def test_auto_buckets_are_a_ladder_of_two_sizes_per_octave(monkeypatch):
+    auto = NeuronBackendOptions({"buckets": "auto"}).buckets
+    assert auto[:10] == (1, 2, 3, 4, 6, 8, 12, 16, 24, 32) and auto[-1] == 65536
+    assert all(b / a <= 1.5 for a, b in zip(auto[1:], auto[2:]))  # padding <= 1.5x
+    monkeypatch.setenv(settings.BUCKETS, "auto")
+    assert NeuronBackendOptions(None).buckets == auto
+
+
+def test_gpt_inference_with_auto_buckets_specializes_once_per_bucket():
+    from torchneuron.zoo import ZOO
+
+    model = ZOO["gpt"].build().eval()
+    compiled = torch.compile(model, backend="neuron", dynamic=True, options={"buckets": "auto"})
+    with torch.no_grad():
+        for length in (17, 19, 24, 21, 13):
+            tokens = torch.randint(0, 128, (2, length))
+            torch.testing.assert_close(compiled(tokens), model(tokens), rtol=1e-4, atol=1e-4)
+    assert buckets.stats()["bucketed_graphs"] == 1 and buckets.stats()["refusals"] == 0
+    assert dynamic.stats()["specializations"] == 2  # 24 for 17..24, 16 for 13
+
+
+def test_auto_buckets_refuse_a_training_graph_without_a_warning():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4))
+    compiled = torch.compile(model, backend="neuron", dynamic=True, options={"buckets": "auto"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # also the "not padded to buckets" warning
+        for batch in (3, 5):
+            x = torch.randn(batch, 8)
+            compiled(x).sum().backward()
+    assert buckets.stats()["refusals"] == 1 and buckets.stats()["bucketed_graphs"] == 0
+
+
 def test_bucket_choice_keeps_ranges_and_guards():
     plan = buckets.BucketPlan(None, (8, 16, 32), {}, {}, [], {}, limits={"s0": 24, "s1": None})
     choose = buckets.BucketedFunction(None, plan).choose

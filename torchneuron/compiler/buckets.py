@@ -1,7 +1,8 @@
 """Bucketing of dynamic dimensions: pad a symbolic size up to the next bucket, exactly.
 
 ``torch.compile(..., backend="neuron", dynamic=True, options={"buckets": [32, 64, 128]})``
-(or ``TORCHNEURON_BUCKETS=32,64,128``) runs a graph whose sizes are symbolic at the
+(or ``TORCHNEURON_BUCKETS=32,64,128``; ``"auto"`` for ``AUTO_BUCKETS``, a ladder of
+two sizes per power of two) runs a graph whose sizes are symbolic at the
 next bucket at or above each symbol's value, so a dynamic program is specialized
 (numerically compiled) once per bucket instead of once per size. A size beyond the
 last bucket is specialized exactly (no padding).
@@ -23,7 +24,8 @@ NaN), so:
   is one more runtime input per symbol;
 - anything else that touches a tagged dimension (sort, flip, conv, var, indexing into
   it, a size used as a value, an unknown op) refuses with ``BucketRefused`` naming
-  the op: the backend then runs the graph exactly, unpadded, with one warning.
+  the op: the backend then runs the graph exactly, unpadded, with one warning (none
+  under ``"auto"``: the user named no sizes, and an exact run is what they expect).
 
 Outputs are sliced back to the true sizes. Only inference graphs are bucketed (a
 training forward saves padded activations for its backward); the backend does not
@@ -84,11 +86,23 @@ MAX_BUCKETS = 64
 # -- the option ------------------------------------------------------------------
 
 
+# ``"auto"``: a ladder of two sizes per power of two (1, 2, 3, 4, 6, 8, 12, ..., 65536), so
+# a padded size is at most 1.5x the true one and each octave of sizes costs at most two
+# specializations; sizes above the last run exactly.
+AUTO = "auto"
+AUTO_BUCKETS = (1, 2) + tuple(
+    size for power in range(1, 16) for size in (3 << (power - 1), 2 << power)
+)
+
+
 def parse_buckets(value: Any, where: str = "option 'buckets'") -> tuple[int, ...] | None:
-    """The bucket sizes of ``value`` (a list of sizes, or None for no bucketing);
-    ``ValueError`` naming ``where`` unless they are increasing positive ints."""
+    """The bucket sizes of ``value`` (a list of sizes, ``"auto"`` for ``AUTO_BUCKETS``,
+    or None for no bucketing); ``ValueError`` naming ``where`` unless they are
+    increasing positive ints."""
     if value is None:
         return None
+    if value == AUTO:
+        return AUTO_BUCKETS
     if isinstance(value, (str, bytes, dict)) or not isinstance(value, Sequence):
         raise ValueError(
             f"{where} must be a list of increasing positive sizes, e.g. [32, 64, 128], "
@@ -110,6 +124,8 @@ def buckets_from_env() -> tuple[int, ...] | None:
     if text is None:
         return None
     where = f"{settings.BUCKETS}={text!r}"
+    if text.strip() == AUTO:
+        return AUTO_BUCKETS
     try:
         sizes = [int(part) for part in text.split(",")]
     except ValueError:
@@ -159,6 +175,8 @@ def compile_bucketed(
         return None
     except (BucketRefused, LoweringError) as exc:
         STATS["refusals"] += 1
+        if options.buckets is AUTO_BUCKETS:
+            return None  # not asked for by name: an exact run is what was expected
         warnings.warn(
             f"torchneuron: graph {name} is not padded to buckets {list(options.buckets)} "
             f"(it runs at each exact size) because {exc}",

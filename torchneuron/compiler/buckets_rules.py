@@ -256,7 +256,9 @@ class TagRules:
         (expr,) = exprs(value)
         if self._free(expr):
             start = 0 if node.target is aten.arange.default else node.args[0]
-            step = node.args[2] if node.target is aten.arange.start_step else 1
+            step = 1  # arange.start_step's step is optional (AOTAutograd leaves it out)
+            if node.target is aten.arange.start_step:
+                step = node.args[2] if len(node.args) > 2 else node.kwargs.get("step", 1)
             if start != 0 or step != 1:
                 raise self._refuse_along(node, "counts from an offset")
         self._creation(node)
