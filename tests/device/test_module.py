@@ -82,6 +82,35 @@ def test_rng_functions_make_random_ops_reproducible():
         torch.randn(3, device="neuron", generator=torch.Generator())
 
 
+def test_seeding_does_not_import_dynamo():
+    """torch.manual_seed reaches the device's seed functions, which Dynamo must not
+    trace; keeping it from them must not import torch._dynamo (a second per process)."""
+    done = run_python(
+        "import sys, torch\n"
+        "torch.manual_seed(3)\n"
+        "torch.neuron.seed(); torch.neuron.manual_seed(4)\n"
+        "x = torch.randn(2, device='neuron')\n"
+        "print('torch._dynamo' in sys.modules)\n"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False"]
+
+
+def test_a_compiled_function_that_seeds_runs_the_seed_eagerly(fresh_dynamo):
+    def step(x):
+        torch.neuron.manual_seed(11)
+        return x * 2
+
+    x = torch.ones(3, device="neuron")
+    out = torch.compile(step, backend="neuron")(x)
+    assert torch.equal(out.cpu(), torch.full((3,), 2.0))
+    assert torch.neuron.initial_seed() == 11
+    torch.neuron.manual_seed(11)
+    expected = torch.rand(4, device="neuron").cpu()
+    torch.compile(step, backend="neuron")(x)
+    assert torch.equal(torch.rand(4, device="neuron").cpu(), expected)
+
+
 def test_amp_and_misc_functions():
     assert torch.bfloat16 in torch.neuron.get_amp_supported_dtype()
     assert torch.amp.is_autocast_available("neuron")

@@ -17,6 +17,7 @@ every op synchronous.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -201,7 +202,28 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
 # no_dispatch(), and a frame Dynamo compiled there would make fake tensors with
 # dispatch off (an AssertionError). A compiled function that calls one of them
 # breaks its graph there and runs it eagerly, as for torch.cuda.manual_seed.
-_not_traced = torch._disable_dynamo
+#
+# torch._disable_dynamo does this by importing torch._dynamo at the first call (about a
+# second): every `torch.manual_seed` of every process would pay it, CPU-only scripts
+# included, since `import torch` loads the device. Dynamo's frame hook lives in torch's
+# C extension, so `_not_traced` does what torch._dynamo.disable does without the import:
+# the wrapper's frame is one the hook skips, and it runs the function with the hook off.
+
+
+def _not_traced(fn):
+    from torch._C._dynamo import eval_frame as frames
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        prior = frames.set_eval_frame(None)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            frames.set_eval_frame(prior)
+
+    skip = frames._FrameExecStrategy(frames._FrameAction.SKIP, frames._FrameAction.DEFAULT)
+    frames.set_code_exec_strategy(call.__code__, skip)
+    return call
 
 
 @_not_traced
