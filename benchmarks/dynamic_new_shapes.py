@@ -3,8 +3,9 @@
 For the zoo GPT in inference, one thread, natively (``TORCHNEURON_NO_FALLBACK=1``):
 each mode runs in two fresh processes sharing one empty cache folder, so the first
 shows the cost of a length nobody compiled and the second the cost with the disk cache
-an earlier process left (graph entries and XLA executables). Modes: exact sizes (one
-specialization per length) and ``options={"buckets": "auto"}`` (one per bucket).
+an earlier process left (graph entries and XLA executables). Modes: the default (auto
+buckets: one specialization per bucket) and ``options={"buckets": None}`` (exact sizes:
+one specialization per length).
 
     python benchmarks/dynamic_new_shapes.py
 """
@@ -30,7 +31,7 @@ def child(mode: str) -> None:
 
     torch.set_num_threads(1)
     model = ZOO["gpt"].build().eval()
-    options = {"buckets": "auto"} if mode == "auto" else {}
+    options = {} if mode == "auto" else {"buckets": None}  # auto buckets are the default
     compiled = torch.compile(model, backend="neuron", dynamic=True, options=options)
     times = {}
     with torch.no_grad():

@@ -76,13 +76,17 @@ def test_auto_buckets_are_a_ladder_of_two_sizes_per_octave(monkeypatch):
     assert all(b / a <= 1.5 for a, b in zip(auto[1:], auto[2:]))  # padding <= 1.5x
     monkeypatch.setenv(settings.BUCKETS, "auto")
     assert NeuronBackendOptions(None).buckets == auto
+    monkeypatch.setenv(settings.BUCKETS, "off")
+    assert NeuronBackendOptions(None).buckets is None
+    monkeypatch.delenv(settings.BUCKETS)
+    assert NeuronBackendOptions(None).buckets == auto  # the default
 
 
 def test_gpt_inference_with_auto_buckets_specializes_once_per_bucket():
     from torchneuron.zoo import ZOO
 
     model = ZOO["gpt"].build().eval()
-    compiled = torch.compile(model, backend="neuron", dynamic=True, options={"buckets": "auto"})
+    compiled = torch.compile(model, backend="neuron", dynamic=True)  # auto: the default
     with torch.no_grad():
         for length in (17, 19, 24, 21, 13):
             tokens = torch.randint(0, 128, (2, length))

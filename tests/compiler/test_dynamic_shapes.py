@@ -22,6 +22,8 @@ def _fresh(monkeypatch, tmp_path):
     monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
     # the counts below assume no specialization of an earlier test or process on disk
     monkeypatch.setenv("TORCHNEURON_CACHE_DIR", str(tmp_path / "cache"))
+    # exact sizes: this file tests the dynamic program itself (test_buckets.py pads)
+    monkeypatch.setenv("TORCHNEURON_BUCKETS", "off")
     torch._dynamo.reset()
     dynamic.reset_stats()
     with warnings.catch_warnings():

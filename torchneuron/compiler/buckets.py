@@ -90,6 +90,7 @@ MAX_BUCKETS = 64
 # a padded size is at most 1.5x the true one and each octave of sizes costs at most two
 # specializations; sizes above the last run exactly.
 AUTO = "auto"
+OFF = "off"  # TORCHNEURON_BUCKETS=off; the option's None
 AUTO_BUCKETS = (1, 2) + tuple(
     size for power in range(1, 16) for size in (3 << (power - 1), 2 << power)
 )
@@ -119,18 +120,19 @@ def parse_buckets(value: Any, where: str = "option 'buckets'") -> tuple[int, ...
 
 
 def buckets_from_env() -> tuple[int, ...] | None:
-    """``TORCHNEURON_BUCKETS`` (comma-separated sizes); ``SettingsError`` when malformed."""
+    """``TORCHNEURON_BUCKETS``: comma-separated sizes, ``auto``, or ``off``; unset is
+    ``auto`` (``AUTO_BUCKETS``). ``SettingsError`` when malformed."""
     text = settings.env_text(settings.BUCKETS)
-    if text is None:
+    if text is None or text.strip() == AUTO:
+        return AUTO_BUCKETS
+    if text.strip() == OFF:
         return None
     where = f"{settings.BUCKETS}={text!r}"
-    if text.strip() == AUTO:
-        return AUTO_BUCKETS
     try:
         sizes = [int(part) for part in text.split(",")]
     except ValueError:
         raise settings.SettingsError(
-            f"{where} is not a comma-separated list of sizes, e.g. 32,64,128"
+            f"{where} is not a comma-separated list of sizes (e.g. 32,64,128), auto or off"
         ) from None
     try:
         return parse_buckets(sizes, where)
