@@ -173,7 +173,9 @@ def expression_text(expr) -> str:
     import sympy
 
     if isinstance(expr, sympy.Integer):
-        return str(int(expr))
+        value = int(expr)
+        # the grammar has no unary minus: s0 - 1 is sympy's s0 + (-1)
+        return str(value) if value >= 0 else f"(0 - {-value})"
     if isinstance(expr, sympy.Symbol):
         return expr.name
     if isinstance(expr, (sympy.Add, sympy.Mul)):
