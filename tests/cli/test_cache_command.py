@@ -61,6 +61,7 @@ def test_info_counts_each_kind(neuronc, filled):
     assert report["kinds"] == {
         "neff": {"entries": 3, "bytes": sizes["neff"]},
         "graph": {"entries": 0, "bytes": 0},
+        "dynamic": {"entries": 0, "bytes": 0},
         "xla": {"entries": 2, "bytes": sizes["xla"]},
     }
     assert report["bytes"] == sizes["neff"] + sizes["xla"]

@@ -107,3 +107,50 @@ def test_a_graph_not_compiled_to_a_neff_is_not_kept():
     compile_graph(gm, inputs, name="g", stop_after="optimized")
     assert default_cache(GraphCache).disk_entries() == []
     assert graph_cache.load("00" * 32, "g", "trn2") is None
+
+
+def test_a_damaged_front_half_is_lowered_again_with_one_warning(monkeypatch):
+    """A whole entry whose dynamic NEFF holds another program than its signature says is
+    refused by DynamicProgram.from_neff's checks, lowered again and replaced."""
+    import itertools
+
+    from torchneuron import backend
+    from torchneuron.compiler import dynamic
+    from torchneuron.compiler.graph_cache import (
+        FRONT_HALF_ENTRY,
+        FrontHalfCache,
+        decode_front_half,
+        encode_front_half,
+    )
+    from torchneuron.neff import read_neff, write_neff
+
+    monkeypatch.setenv("TORCHNEURON_BUCKETS", "off")
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    x = torch.randn(5, 8)
+
+    def new_process():
+        torch._dynamo.reset()
+        backend._graph_ids = itertools.count()
+        dynamic.reset_stats()
+        with torch.no_grad():
+            return torch.compile(model, backend="neuron", dynamic=True)(x)
+
+    new_process()
+    (path,) = default_cache(FrontHalfCache).disk_entries()
+    positions, neff_bytes = decode_front_half(
+        unwrap_entry(path.stem, path.read_bytes(), FRONT_HALF_ENTRY)
+    )
+    neff = read_neff(neff_bytes)
+    neff.program = b"module {}"  # no @main: not the program the signature describes
+    payload = encode_front_half(positions, write_neff(neff))
+    path.write_bytes(wrap_entry(path.stem, payload, FRONT_HALF_ENTRY))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = new_process()
+    messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert len(messages) == 1 and "corrupt front half cache entry" in messages[0]
+    assert dynamic.stats()["front_half"] == 1 and dynamic.stats()["disk_front_half"] == 0
+    with torch.no_grad():
+        torch.testing.assert_close(out, model(x), rtol=1e-5, atol=1e-5)
+    new_process()
+    assert dynamic.stats()["disk_front_half"] == 1  # the replacement is whole

@@ -1,9 +1,10 @@
 """``neuronc cache info|clear|prune``: see and bound the disk cache.
 
 The cache folder (``TORCHNEURON_CACHE_DIR``, default ``~/.cache/torchneuron``) holds
-three kinds of entries: eager ops' NEFFs (``neff/``), compiled graphs (``graph/``: a
-``torch.compile`` graph's NEFF and facts) and the XLA executables compiled from their
-programs (``xla/``: what a new process loads instead of compiling). ``info`` prints each kind's entries and bytes;
+four kinds of entries: eager ops' NEFFs (``neff/``), compiled graphs (``graph/``: a
+``torch.compile`` graph's or a dynamic program specialization's NEFF and facts), the
+front halves of dynamic programs (``dynamic/``) and the XLA executables compiled from
+their programs (``xla/``: what a new process loads instead of compiling). ``info`` prints each kind's entries and bytes;
 ``clear`` deletes every entry; ``prune --max-size 2G`` deletes the least recently used
 entries, all kinds together, until the folder holds at most that much.
 """
@@ -36,7 +37,9 @@ def add_cache_arguments(command) -> None:
     actions.required = True
     info = actions.add_parser("info", help="the cache folder, its entries and their size")
     info.add_argument("--json", action="store_true", help="print JSON for scripts")
-    actions.add_parser("clear", help="delete every entry (NEFFs, graphs and executables)")
+    actions.add_parser(
+        "clear", help="delete every entry (NEFFs, graphs, front halves and executables)"
+    )
     prune = actions.add_parser(
         "prune", help="delete the least recently used entries until the folder fits a size"
     )
@@ -47,12 +50,12 @@ def add_cache_arguments(command) -> None:
 
 def _caches() -> list:
     from torchneuron.compiler.cache import NeffCache
-    from torchneuron.compiler.graph_cache import GraphCache
+    from torchneuron.compiler.graph_cache import FrontHalfCache, GraphCache
     from torchneuron.runtime.disk_cache import default_cache_dir
     from torchneuron.runtime.executable_cache import ExecutableCache
 
     root = default_cache_dir()
-    return [NeffCache(root), GraphCache(root), ExecutableCache(root)]
+    return [NeffCache(root), GraphCache(root), FrontHalfCache(root), ExecutableCache(root)]
 
 
 def cache_command(args) -> int:
@@ -76,10 +79,10 @@ def cache_command(args) -> int:
         for cache in caches:
             kind = kinds[cache.entries.folder]
             print(
-                f"  {cache.entries.folder + '/':6} {kind['entries']:6} "
+                f"  {cache.entries.folder + '/':9} {kind['entries']:6} "
                 f"{cache.entries.kind.payload} entries  {format_bytes(kind['bytes'])}"
             )
-        print(f"  total  {format_bytes(total)}")
+        print(f"  {'total':9} {format_bytes(total)}")
         return 0
     if args.cache_action == "clear":
         removed = 0

@@ -28,6 +28,7 @@ here.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,8 +42,9 @@ from torch_mlir import ir
 from torchneuron.errors import TorchNeuronError
 from torchneuron.lowering.errors import DynamicShapeError
 from torchneuron.neff import dynamic as neff_dynamic
+from torchneuron.runtime.disk_cache import default_cache
 
-from . import stages, tensors
+from . import graph_cache, stages, tensors
 from .compilation import Compilation, Request
 from .dynamic_program import (
     SPECIALIZATION_CAPACITY,
@@ -96,6 +98,9 @@ def compile_dynamic_graph(
 
     With ``dump_dir``, the stored program is written there once, as
     ``<name>.stablehlo.mlir`` and as the dynamic NEFF ``<name>.neff`` (not one per shape).
+    Without, the front half is kept in the disk cache (``graph_cache.FrontHalfCache``)
+    and a later process with the same graph, sizes, ranges and guards loads it
+    (``STATS["disk_front_half"]``).
 
     Returns the program and the positions of the graph's placeholders that are sizes
     (not program arguments: the caller drops them from its arguments). Raises
@@ -103,6 +108,97 @@ def compile_dynamic_graph(
     tensor dimension carries, a random op of symbolic size), ``LoweringError`` when a
     stage fails.
     """
+    arguments = dict(
+        name=name,
+        target=target,
+        pipeline=pipeline,
+        weights=weights,
+        weight_sources=weight_sources,
+        output_names=output_names,
+    )
+    if dump_dir is not None:
+        return _lower(gm, dump_dir=dump_dir, **arguments)
+    fresh: dict[str, Any] = {}
+
+    def lower() -> bytes:
+        program, size_positions = fresh["result"] = _lower(gm, **arguments)
+        try:
+            neff = program.to_neff()
+        except Exception as error:  # noqa: BLE001 - kept in memory whatever the reason
+            raise _NotStored() from error
+        fresh["payload"] = graph_cache.encode_front_half(size_positions, neff)
+        return fresh["payload"]
+
+    def load(payload: bytes) -> tuple[DynamicProgram, list[int]]:
+        if payload is fresh.get("payload"):
+            return fresh["result"]
+        size_positions, neff = graph_cache.decode_front_half(payload)
+        program = DynamicProgram.from_neff(neff, target=target, where="front-half cache entry")
+        STATS["disk_front_half"] += 1
+        return program, size_positions
+
+    cache = default_cache(graph_cache.FrontHalfCache)
+    key = graph_cache.graph_key(_front_half_digest(gm, arguments))
+    try:
+        return cache.get_or_compile(key, lower, load=load)
+    except _NotStored:
+        return fresh["result"]
+
+
+class _NotStored(Exception):
+    """A front half that lowered but cannot be written as a dynamic NEFF (kept in memory)."""
+
+
+def _front_half_digest(gm: torch.fx.GraphModule, arguments: dict[str, Any]) -> str:
+    """What a front half depends on besides the compiler: the graph's code, its inputs'
+    symbolic shapes and dtypes, the symbols' ranges, the tracer's guards, the request
+    and the weights."""
+    digest = hashlib.sha256(gm.code.encode())
+    shape_env = None
+    for node in gm.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        value = node.meta.get("val")
+        dims = value.shape if isinstance(value, torch.Tensor) else (value,)
+        described = []
+        for dim in dims:
+            if isinstance(dim, torch.SymInt):
+                shape_env = dim.node.shape_env
+                expr = dim.node.expr
+                ranges = sorted(
+                    (s.name, str(shape_env.var_to_range.get(s))) for s in expr.free_symbols
+                )
+                described.append(f"{expr}{ranges}")
+            else:
+                described.append(repr(dim))
+        dtype = getattr(value, "dtype", type(value).__name__)
+        digest.update(f"{node.name}:{dtype}:{described};".encode())
+    guards = [str(g.expr) for g in getattr(shape_env, "guards", ())] if shape_env else []
+    digest.update(repr(guards).encode())
+    for key in ("name", "target", "pipeline", "output_names"):
+        digest.update(f"{key}={arguments[key]!r};".encode())
+    digest.update(repr(sorted((arguments["weight_sources"] or {}).items())).encode())
+    for weight_name, value in sorted((arguments["weights"] or {}).items()):
+        array = np.ascontiguousarray(
+            tensors.to_numpy(value) if isinstance(value, torch.Tensor) else value
+        )
+        digest.update(f"{weight_name}:{array.dtype}:{array.shape};".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+def _lower(
+    gm: torch.fx.GraphModule,
+    *,
+    name: str,
+    target: str,
+    pipeline: str | None,
+    weights: dict[str, torch.Tensor] | None,
+    weight_sources: dict[str, str] | None,
+    output_names: Sequence[str] | None,
+    dump_dir: str | Path | None = None,
+) -> tuple[DynamicProgram, list[int]]:
+    """The front half itself (``compile_dynamic_graph`` without the disk cache)."""
     start = time.perf_counter()
     gm, size_positions, size_outputs = _sizes_from_tensors(gm)
     request = Request(

@@ -42,13 +42,15 @@ from .dynamic_signature import (
 # Counters of this process: front_half (graphs lowered once with symbolic sizes),
 # specializations (back-half compiles, one per concrete shape), specialization_hits
 # (calls answered by an already specialized program), disk_specializations (shapes
-# another process specialized, loaded from the disk cache), per_shape_front_half (graphs
+# another process specialized, loaded from the disk cache), disk_front_half (front
+# halves another process lowered, loaded from the disk cache), per_shape_front_half (graphs
 # that could not stay symbolic and were retraced for a shape: the old path).
 STATS = Counters(
     "front_half",
     "specializations",
     "specialization_hits",
     "disk_specializations",
+    "disk_front_half",
     "per_shape_front_half",
 )
 reset_stats = STATS.reset

@@ -1,5 +1,10 @@
 """Compiled graphs on disk: a warm process skips torch-mlir, the passes and the cost model.
 
+Two kinds: compiled graphs (``GraphCache``, below) and the front halves of dynamic
+programs (``FrontHalfCache``: a graph with symbolic sizes lowered once, stored as the
+dynamic NEFF ``DynamicProgram.to_neff`` writes; ``compiler/dynamic.py`` keys and loads
+them, through ``DynamicProgram.from_neff``'s checks of a stranger's NEFF).
+
 ``compile_graph`` keeps each graph it compiles to a NEFF in memory (``pipeline``'s
 ``_MEMORY_CACHE``) and here, so the next process that traces the same graph (same code,
 shapes, dtypes, weights, request, compiler) loads the NEFF instead of compiling it;
@@ -150,3 +155,50 @@ def store(request_digest: str, compiled: CompiledGraph) -> None:
     ):
         return  # nothing to keep, or a constant that JSON cannot carry exactly
     default_cache(GraphCache).put(graph_key(request_digest), encode_payload(compiled))
+
+
+FRONT_HALF_FORMAT = 1
+FRONT_HALF_ENTRY = EntryKind(b"torchneuron-front-half-entry", FRONT_HALF_FORMAT, "front half")
+
+
+def encode_front_half(size_positions: list[int], neff: bytes) -> bytes:
+    """One JSON line (the graph's placeholders that are sizes), then the dynamic NEFF."""
+    facts = {"size_positions": list(size_positions)}
+    return json.dumps(facts, separators=(",", ":")).encode() + b"\n" + neff
+
+
+def decode_front_half(payload: bytes) -> tuple[list[int], bytes]:
+    """(size positions, dynamic NEFF bytes); ``BadGraphEntry`` if the line is not them."""
+    newline = payload.find(b"\n", 0, MAX_FACTS_LINE)
+    if newline < 0:
+        raise BadGraphEntry("no front-half line")
+    try:
+        facts = json.loads(payload[:newline])
+    except (ValueError, RecursionError):
+        raise BadGraphEntry("its front-half line is not JSON") from None
+    positions = facts.get("size_positions") if isinstance(facts, dict) else None
+    if set(facts or ()) != {"size_positions"} or not isinstance(positions, list):
+        raise BadGraphEntry("its front-half line does not hold the size positions")
+    if not all(_whole(p) and p < 1 << 16 for p in positions) or len(set(positions)) != len(
+        positions
+    ):
+        raise BadGraphEntry("its size positions are not distinct placeholder positions")
+    return positions, payload[newline + 1 :]
+
+
+def _check_front_half(payload: bytes) -> None:
+    from torchneuron.neff import read_neff
+
+    _, neff = decode_front_half(payload)
+    read_neff(neff)
+
+
+class FrontHalfCache(DiskCache):
+    """Dynamic programs' front halves (size positions and dynamic NEFF) by key."""
+
+    entries = Entries(
+        folder="dynamic", suffix=".dynamic", kind=FRONT_HALF_ENTRY, check=_check_front_half
+    )
+
+    def __init__(self, directory) -> None:
+        super().__init__(directory, memory_entries=0)
