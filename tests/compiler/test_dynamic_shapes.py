@@ -81,6 +81,29 @@ def test_a_new_process_reuses_the_specializations_of_an_earlier_one():
             torch.testing.assert_close(got, model(x), rtol=1e-5, atol=1e-5)
 
 
+def test_a_front_half_with_run_time_checks_is_reused_by_a_new_process():
+    """The zoo GPT's embeddings check their indices at run time (results marked
+    neuron.check after the outputs): its stored front half must read back."""
+    import itertools
+
+    from torchneuron import backend
+    from torchneuron.zoo import ZOO
+
+    model = ZOO["gpt"].build().eval()
+    tokens = torch.randint(0, 128, (2, 19))
+    for _process in range(2):
+        torch._dynamo.reset()
+        dynamic.reset_stats()
+        backend._graph_ids = itertools.count()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # no "corrupt entry" warning
+            with torch.no_grad():
+                out = torch.compile(model, backend="neuron", dynamic=True)(tokens)
+    with torch.no_grad():
+        torch.testing.assert_close(out, model(tokens), rtol=1e-4, atol=1e-4)
+    assert dynamic.stats()["disk_front_half"] == 1 and dynamic.stats()["front_half"] == 0
+
+
 def test_gpt_inference_over_sequence_lengths_is_native():
     """The zoo GPT's positions come from ``arange(T)``, whose length the lowering computes
     in float arithmetic: the refined program is static only after folding (it used to

@@ -229,10 +229,12 @@ def _check_stored_program(
         raise ValueError(f"the NEFF holds weights @main does not take: {sorted(unused)[:5]}")
     computed = outputs["count"] - len(outputs["none"]) - len(outputs["constants"])
     computed -= len(outputs["sizes"])
-    if len(function_type.results) != computed:
+    # run-time checks (neuron.check results) follow the graph's outputs; no entry counts them
+    results = len(function_type.results) - len(program.checks_of(module))
+    if results != computed:
         raise ValueError(
-            f"@main returns {len(function_type.results)} results, the manifest's dynamic "
-            f"outputs say {computed}"
+            f"@main returns {results} results besides its run-time checks, the manifest's "
+            f"dynamic outputs say {computed}"
         )
     if outputs["names"] is not None and len(outputs["names"]) not in (computed, outputs["count"]):
         raise ValueError("the manifest's dynamic output names do not match @main's results")
