@@ -16,6 +16,7 @@ Rewrites (``index`` scalars become ``tensor<i64>``):
 - ``tensor.dim x, c`` -> constant (static dim) or ``convert(get_dimension_size(x, c))``
 - ``arith.index_cast|extsi|trunci v`` -> ``convert(v)``
 - ``arith.addi|subi|muli|divsi|maxsi|minsi a, b`` -> ``add|subtract|multiply|divide|maximum|minimum``
+- ``arith.floordivsi a, b`` -> ``divide`` less one where the remainder's sign differs from ``b``'s
 - ``arith.cmpi eq|ne|slt|sle|sgt|sge a, b`` -> ``compare EQ|NE|LT|LE|GT|GE, a, b, SIGNED``
 - ``arith.select c, a, b`` -> ``select c, a, b``
 - ``tensor.from_elements a, b, ..`` -> ``concatenate(reshape(a), reshape(b), ..)``
@@ -141,6 +142,8 @@ class _ShapeArithmetic:
             self.rewrite_cast(op)
         elif name in _SCALAR_ARITH_TO_STABLEHLO:
             self.rewrite_arith(op)
+        elif name == "arith.floordivsi":
+            self.rewrite_floordiv(op)
         elif name == "arith.cmpi":
             self.rewrite_cmpi(op)
         elif name == "arith.select":
@@ -201,6 +204,46 @@ class _ShapeArithmetic:
             _SCALAR_ARITH_TO_STABLEHLO[op.name], operands, operands[0].type, before=op
         )
         self.record(op, result, "scalar-arith")
+
+    # arith.floordivsi a, b -> q = divide(a, b) (truncating), less one where the remainder
+    # is nonzero and its sign differs from b's: Python's // on sizes (s0 // 2, a view's
+    # -1 dimension), exact for every sign
+    def rewrite_floordiv(self, op: ir.Operation) -> None:
+        a, b = (self.tensor_of.get(v) for v in op.operands)
+        if a is None or b is None:
+            return
+        scalar = a.type
+        boolean = ir.RankedTensorType.get([], ir.IntegerType.get_signless(1))
+        element = ir.RankedTensorType(scalar).element_type
+
+        def constant(value: int) -> ir.Value:
+            splat = ir.DenseElementsAttr.get_splat(scalar, ir.IntegerAttr.get(element, value))
+            return self.emit("stablehlo.constant", [], scalar, {"value": splat}, before=op)
+
+        def compare(x: ir.Value, y: ir.Value, direction: str) -> ir.Value:
+            attributes = {
+                "comparison_direction": ir.Attribute.parse(
+                    f"#stablehlo<comparison_direction {direction}>"
+                ),
+                "compare_type": ir.Attribute.parse("#stablehlo<comparison_type SIGNED>"),
+            }
+            return self.emit("stablehlo.compare", [x, y], boolean, attributes, before=op)
+
+        zero, one = constant(0), constant(1)
+        quotient = self.emit("stablehlo.divide", [a, b], scalar, before=op)
+        product = self.emit("stablehlo.multiply", [quotient, b], scalar, before=op)
+        remainder = self.emit("stablehlo.subtract", [a, product], scalar, before=op)
+        signs_differ = self.emit(
+            "stablehlo.xor",
+            [compare(remainder, zero, "LT"), compare(b, zero, "LT")],
+            boolean,
+            before=op,
+        )
+        inexact = compare(remainder, zero, "NE")
+        adjust = self.emit("stablehlo.and", [inexact, signs_differ], boolean, before=op)
+        lowered = self.emit("stablehlo.subtract", [quotient, one], scalar, before=op)
+        result = self.emit("stablehlo.select", [adjust, lowered, quotient], scalar, before=op)
+        self.record(op, result, "scalar-floordiv")
 
     # arith.cmpi pred, a, b -> stablehlo.compare DIR, a, b, SIGNED  (a clamp of a size)
     def rewrite_cmpi(self, op: ir.Operation) -> None:
