@@ -436,6 +436,43 @@ def _dtype_name(dtype: torch.dtype) -> str:
         raise DynamicShapeError(str(error)) from None
 
 
+def _size_node(graph: torch.fx.Graph, expr, carriers: dict) -> torch.fx.Node:
+    """Nodes computing size expression ``expr`` (sums, products and floor divisions of
+    symbols and integers) from the dimensions that carry its symbols; DynamicShapeError
+    for another form. A backward graph takes such sizes (``s0*s1``) as inputs."""
+    import operator
+
+    import sympy
+
+    def value(node):
+        return node.meta["val"] if isinstance(node, torch.fx.Node) else node
+
+    def call(function, *arguments) -> torch.fx.Node:
+        node = graph.call_function(function, arguments)
+        node.meta["val"] = (
+            arguments[0].meta["val"].shape[arguments[1]]
+            if function is torch.ops.aten.sym_size.int
+            else function(*(value(a) for a in arguments))
+        )
+        return node
+
+    if isinstance(expr, sympy.Symbol):
+        return call(torch.ops.aten.sym_size.int, *carriers[expr])
+    if isinstance(expr, sympy.Integer):
+        return int(expr)
+    if isinstance(expr, (sympy.Add, sympy.Mul)):
+        combine = operator.add if isinstance(expr, sympy.Add) else operator.mul
+        parts = [_size_node(graph, arg, carriers) for arg in expr.args]
+        result = parts[0]
+        for part in parts[1:]:
+            result = call(combine, result, part)
+        return result
+    if type(expr).__name__ == "FloorDiv":
+        left, right = (_size_node(graph, arg, carriers) for arg in expr.args)
+        return call(operator.floordiv, left, right)
+    raise DynamicShapeError(f"size expression {expr} has no form a dynamic program can compute")
+
+
 def _sizes_from_tensors(
     gm: torch.fx.GraphModule,
 ) -> tuple[torch.fx.GraphModule, list[int], dict[int, str]]:
@@ -459,14 +496,15 @@ def _sizes_from_tensors(
     for position, node in enumerate(placeholders):
         value = node.meta.get("val")
         if isinstance(value, torch.SymInt):
-            carrier = carriers.get(value.node.expr)
-            if carrier is None:
+            expr = value.node.expr
+            missing = [s for s in expr.free_symbols if s not in carriers]
+            if missing or not expr.free_symbols:
                 raise DynamicShapeError(
-                    f"size input {node.name} = {value.node.expr} is no tensor input's dimension"
+                    f"size input {node.name} = {expr} is no tensor input's dimension "
+                    "(nor arithmetic of them)"
                 )
-            tensor_node, axis = carrier
             with graph.inserting_before(first_body):
-                size = graph.call_function(torch.ops.aten.sym_size.int, (tensor_node, axis))
+                size = _size_node(graph, expr, carriers)
             size.meta["val"] = value
             node.replace_all_uses_with(size)
             graph.erase_node(node)

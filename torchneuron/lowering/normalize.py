@@ -200,6 +200,59 @@ def _bounded_slice_scatter(node: torch.fx.Node) -> None:
     node.kwargs = {}
 
 
+@normalizes(aten.slice.Tensor)
+def _slice_of_a_symbolic_dimension(node: torch.fx.Node) -> None:
+    # x[:, :-1] along a symbolic dimension: torch-mlir's lowering has no form for a
+    # negative bound of a dynamic size ("not support dynamic dimSize when end smaller
+    # than 0"); the bound counted from the start (size - 1) is the same slice.
+    names = ("input", "dim", "start", "end", "step")
+    bound = dict(zip(names, node.args, strict=False)) | dict(node.kwargs)
+    value = bound["input"].meta.get("val") if isinstance(bound["input"], torch.fx.Node) else None
+    dim = bound.get("dim", 0)
+    if not isinstance(value, torch.Tensor) or not isinstance(dim, int) or value.dim() == 0:
+        return
+    if not isinstance(value.shape[dim], torch.SymInt):
+        return
+    start, end = _symbolic_bounds(node, bound["input"], dim, bound.get("start"), bound.get("end"))
+    node.args = (bound["input"], dim, start, end, bound.get("step", 1))
+    node.kwargs = {}
+
+
+def _symbolic_bounds(node: torch.fx.Node, source: torch.fx.Node, dim: int, start, end):
+    """``start`` and ``end`` of a slice along symbolic dimension ``dim`` of ``source``,
+    a negative int made ``size + bound`` (nodes before ``node``) and one past any size
+    made the size itself; others (non-negative ints, symbolic bounds) as they are."""
+    import operator
+
+    size_value = source.meta["val"].shape[dim]
+    graph = node.graph
+    size_node = None
+
+    def size() -> torch.fx.Node:
+        nonlocal size_node
+        if size_node is None:
+            with graph.inserting_before(node):
+                size_node = graph.call_function(aten.sym_size.int, (source, dim))
+            size_node.meta["val"] = size_value
+        return size_node
+
+    def counted_from_start(bound):
+        if not isinstance(bound, int):
+            return bound
+        if bound >= 2**62:  # "to the end" (2**63 - 1 in a backward's slice_scatter)
+            return size()
+        if bound >= 0:
+            return bound
+        with graph.inserting_before(node):
+            shifted = graph.call_function(operator.add, (size(), bound))
+        shifted.meta["val"] = size_value + bound
+        return shifted
+
+    start = 0 if start is None else start
+    end = size() if end is None else end
+    return counted_from_start(start), counted_from_start(end)
+
+
 def _slice_bounds(size: int, start: int | None, end: int | None) -> tuple[int, int]:
     """``start`` and ``end`` clamped into ``[0, size]`` as ``aten.slice`` clamps them."""
     start = 0 if start is None else start
