@@ -122,8 +122,10 @@ def _fail(error: BaseException | str, status: int) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from torchneuron.compiler.pipeline import TARGETS
     from torchneuron.compiler.stages import BY_NAME, REENTERABLE, STAGES
+    from torchneuron.target.hardware import CHIPS
+
+    TARGETS = tuple(CHIPS)  # as compilation.TARGETS, without importing the compiler
 
     parser = _Parser(prog="neuronc", description=__doc__.splitlines()[0])
     parser.add_argument(

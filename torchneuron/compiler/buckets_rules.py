@@ -14,6 +14,8 @@ from __future__ import annotations
 import torch
 import torch.fx
 
+import torchneuron.lowering.checks  # noqa: F401  (defines torch.ops.torchneuron.check)
+
 from .buckets_tags import (
     CREATION,
     LIKE,

@@ -27,12 +27,13 @@ from torchneuron import lowering
 from torchneuron.lowering.errors import LoweringError
 from torchneuron.lowering.refusals import refuse_graph_calls
 from torchneuron.target import dtypes
+from torchneuron.target.hardware import CHIPS
 
 from . import program, stages, tensors
 from .stages import STAGES, CompileError
 from .versions import build_version, dependency_versions
 
-TARGETS = ("trn2", "trn3")
+TARGETS = tuple(CHIPS)  # "trn2", "trn3": the chips target/hardware.py describes
 
 
 class HbmCapacityError(CompileError):

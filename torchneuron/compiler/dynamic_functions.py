@@ -57,6 +57,8 @@ def has_symbolic_inputs(gm: torch.fx.GraphModule) -> bool:
 
 def draws_random_words(gm: torch.fx.GraphModule) -> bool:
     """Whether ``gm`` draws random words (which ``seed_random_ops`` counts statically)."""
+    import torchneuron.lowering.rules.random  # noqa: F401  (defines torchneuron::random_bits)
+
     stateful = (
         torch.ops.torchneuron.random_bits.default,
         torch.ops.higher_order.run_and_save_rng_state,
