@@ -29,6 +29,7 @@ from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torchneuron.lowering import DynamicShapeError, LoweringError
 from torchneuron.lowering.rules.random import is_random_state
 from torchneuron.lru import LRU
+from torchneuron.passes.errors import PassError
 
 from .compilation import CompiledGraph
 from .dynamic import compile_dynamic_graph
@@ -57,8 +58,6 @@ def has_symbolic_inputs(gm: torch.fx.GraphModule) -> bool:
 
 def draws_random_words(gm: torch.fx.GraphModule) -> bool:
     """Whether ``gm`` draws random words (which ``seed_random_ops`` counts statically)."""
-    import torchneuron.lowering.rules.random  # noqa: F401  (defines torchneuron::random_bits)
-
     stateful = (
         torch.ops.torchneuron.random_bits.default,
         torch.ops.higher_order.run_and_save_rng_state,
@@ -91,7 +90,7 @@ def compile_symbolic(
                 pipeline=options.pipeline,
                 dump_dir=options.dump_dir,
             )
-    except LoweringError as exc:
+    except (LoweringError, PassError) as exc:  # a pass that fails on the symbolic program
         warnings.warn(
             f"torchneuron: graph {name} has symbolic sizes but is compiled once per shape "
             f"(its front half included), because it cannot be lowered with symbolic sizes: "
