@@ -26,24 +26,18 @@ loads, as for any NEFF. A refused entry is a miss: compiled again, replaced, one
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from typing import Any
 
 from torchneuron.compiler.cache import compiler_fingerprint
-from torchneuron.runtime.cache_entry import EntryKind
+from torchneuron.runtime.cache_entry import BadEntry, EntryKind, split_head, with_head
 from torchneuron.runtime.disk_cache import DiskCache, Entries, default_cache
 
 from .compilation import CompiledGraph
 
 GRAPH_FORMAT = 1
 GRAPH_ENTRY = EntryKind(b"torchneuron-graph-entry", GRAPH_FORMAT, "compiled graph")
-MAX_FACTS_LINE = 1 << 20
 _FACTS = ("output_count", "none_outputs", "constant_outputs", "takes_random_key")
-
-
-class BadGraphEntry(Exception):
-    """A graph entry's payload is not what this module writes."""
 
 
 def encode_payload(compiled: CompiledGraph) -> bytes:
@@ -53,29 +47,21 @@ def encode_payload(compiled: CompiledGraph) -> bytes:
         "constant_outputs": [[k, v] for k, v in sorted(compiled.constant_outputs.items())],
         "takes_random_key": compiled.takes_random_key,
     }
-    return json.dumps(facts, separators=(",", ":")).encode() + b"\n" + compiled.neff
+    return with_head(facts, compiled.neff)
 
 
 def decode_payload(payload: bytes, name: str, target: str) -> CompiledGraph:
-    """The ``CompiledGraph`` of a payload; ``BadGraphEntry`` (or the NEFF reader's error)
-    when it is not one this module wrote."""
+    """The ``CompiledGraph`` of a payload; ``BadEntry`` (or the NEFF reader's error) when
+    it is not one this module wrote."""
     from torchneuron.neff import read_neff
 
-    newline = payload.find(b"\n", 0, MAX_FACTS_LINE)
-    if newline < 0:
-        raise BadGraphEntry("no graph line")
-    try:
-        facts = json.loads(payload[:newline])
-    except (ValueError, RecursionError):
-        raise BadGraphEntry("its graph line is not JSON") from None
-    if not isinstance(facts, dict) or set(facts) != set(_FACTS):
-        raise BadGraphEntry("its graph line does not hold the graph's facts")
+    facts, neff_bytes = split_head(payload, set(_FACTS), "graph")
     count = facts["output_count"]
     if not _whole(count) or count > 1 << 20:
-        raise BadGraphEntry("its output count is not a count")
+        raise BadEntry("its output count is not a count")
     nones = facts["none_outputs"]
     if not isinstance(nones, list) or not all(_whole(i) and i < count for i in nones):
-        raise BadGraphEntry("its None outputs are not output positions")
+        raise BadEntry("its None outputs are not output positions")
     constants = facts["constant_outputs"]
     if not isinstance(constants, list) or not all(
         isinstance(pair, list)
@@ -85,15 +71,14 @@ def decode_payload(payload: bytes, name: str, target: str) -> CompiledGraph:
         and isinstance(pair[1], (int, float, bool))
         for pair in constants
     ):
-        raise BadGraphEntry("its constant outputs are not (position, number) pairs")
+        raise BadEntry("its constant outputs are not (position, number) pairs")
     if not isinstance(facts["takes_random_key"], bool):
-        raise BadGraphEntry("its random-key flag is not a boolean")
-    neff_bytes = payload[newline + 1 :]
+        raise BadEntry("its random-key flag is not a boolean")
     neff = read_neff(neff_bytes)
     signature = neff.manifest["signature"]
     outputs = [_spec(o) for o in signature["outputs"]]
     if len(outputs) + len(nones) + len(constants) > count:
-        raise BadGraphEntry("its NEFF has more outputs than the graph")
+        raise BadEntry("its NEFF has more outputs than the graph")
     return CompiledGraph(
         name=name,
         target=target,
@@ -163,27 +148,20 @@ FRONT_HALF_ENTRY = EntryKind(b"torchneuron-front-half-entry", FRONT_HALF_FORMAT,
 
 def encode_front_half(size_positions: list[int], neff: bytes) -> bytes:
     """One JSON line (the graph's placeholders that are sizes), then the dynamic NEFF."""
-    facts = {"size_positions": list(size_positions)}
-    return json.dumps(facts, separators=(",", ":")).encode() + b"\n" + neff
+    return with_head({"size_positions": list(size_positions)}, neff)
 
 
 def decode_front_half(payload: bytes) -> tuple[list[int], bytes]:
-    """(size positions, dynamic NEFF bytes); ``BadGraphEntry`` if the line is not them."""
-    newline = payload.find(b"\n", 0, MAX_FACTS_LINE)
-    if newline < 0:
-        raise BadGraphEntry("no front-half line")
-    try:
-        facts = json.loads(payload[:newline])
-    except (ValueError, RecursionError):
-        raise BadGraphEntry("its front-half line is not JSON") from None
-    positions = facts.get("size_positions") if isinstance(facts, dict) else None
-    if set(facts or ()) != {"size_positions"} or not isinstance(positions, list):
-        raise BadGraphEntry("its front-half line does not hold the size positions")
-    if not all(_whole(p) and p < 1 << 16 for p in positions) or len(set(positions)) != len(
-        positions
+    """(size positions, dynamic NEFF bytes); ``BadEntry`` if the line is not them."""
+    facts, neff = split_head(payload, {"size_positions"}, "front-half")
+    positions = facts["size_positions"]
+    if (
+        not isinstance(positions, list)
+        or not all(_whole(p) and p < 1 << 16 for p in positions)
+        or len(set(positions)) != len(positions)
     ):
-        raise BadGraphEntry("its size positions are not distinct placeholder positions")
-    return positions, payload[newline + 1 :]
+        raise BadEntry("its size positions are not distinct placeholder positions")
+    return positions, neff
 
 
 def _check_front_half(payload: bytes) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import time
 from dataclasses import dataclass
@@ -95,6 +96,31 @@ def unwrap_entry(key: str, data: bytes, kind: EntryKind = NEFF_ENTRY) -> bytes:
     if digest != hashlib.sha256(payload).hexdigest().encode():
         raise BadEntry(f"its {kind.payload} bytes do not match the sha256 in its header")
     return payload
+
+
+# A payload's head line (JSON facts before the bytes they describe) is at most this long.
+MAX_HEAD_LINE = 1 << 20
+
+
+def with_head(head: dict, body: bytes) -> bytes:
+    """``head`` as one compact JSON line, then ``body``: the layout of every payload that
+    carries facts beside a NEFF or an executable."""
+    return json.dumps(head, separators=(",", ":")).encode() + b"\n" + body
+
+
+def split_head(payload: bytes, keys: set[str], what: str) -> tuple[dict, bytes]:
+    """(head, body) of a ``with_head`` payload whose head holds exactly ``keys``;
+    ``BadEntry`` naming ``what`` (``"signature"``, ``"graph"``) otherwise."""
+    newline = payload.find(b"\n", 0, MAX_HEAD_LINE)
+    if newline < 0:
+        raise BadEntry(f"no {what} line")
+    try:
+        head = json.loads(payload[:newline])
+    except (ValueError, RecursionError):
+        raise BadEntry(f"its {what} line is not JSON") from None
+    if not isinstance(head, dict) or set(head) != keys:
+        raise BadEntry(f"its {what} line does not hold the {what}'s fields")
+    return head, payload[newline + 1 :]
 
 
 def _text(field: bytes) -> str:

@@ -34,12 +34,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import os
 import platform
 from pathlib import Path
 
-from torchneuron.runtime.cache_entry import EntryKind
+from torchneuron.runtime.cache_entry import BadEntry, EntryKind, split_head, with_head
 from torchneuron.runtime.disk_cache import DiskCache, Entries, default_cache
 from torchneuron.runtime.program import ProgramSignature, TensorType
 from torchneuron.target.dtypes import NEFF_DTYPES
@@ -49,8 +48,6 @@ EXECUTABLE_FORMAT = 1
 EXECUTABLE_ENTRY = EntryKind(b"torchneuron-xla-executable", EXECUTABLE_FORMAT, "executable")
 # A model's executable is code, not weights (weights are inputs): a few MB to tens of MB.
 MAX_EXECUTABLE_BYTES = 1 << 30
-# The signature line: a few bytes per argument; this bounds what json.loads reads.
-MAX_SIGNATURE_LINE = 1 << 20
 # The runtime files whose code decides the executable XLA builds from a program.
 _RUNTIME_SOURCES = (
     "executor.py",
@@ -61,37 +58,21 @@ _RUNTIME_SOURCES = (
 )
 
 
-class BadExecutableEntry(Exception):
-    """An executable entry's payload is not what this module writes."""
-
-
 def encode_payload(signature: ProgramSignature, executable: bytes) -> bytes:
     """One JSON line (the signature, as the verifier reports it), then the executable."""
-    line = json.dumps(
-        {"arguments": _types(signature.arguments), "results": _types(signature.results)},
-        separators=(",", ":"),
-    ).encode()
-    return line + b"\n" + executable
+    head = {"arguments": _types(signature.arguments), "results": _types(signature.results)}
+    return with_head(head, executable)
 
 
 def decode_payload(payload: bytes) -> tuple[ProgramSignature, bytes]:
-    """(signature, executable bytes) of a payload; ``BadExecutableEntry`` if malformed."""
-    newline = payload.find(b"\n", 0, MAX_SIGNATURE_LINE)
-    if newline < 0:
-        raise BadExecutableEntry("no signature line")
-    try:
-        described = json.loads(payload[:newline])
-    except (ValueError, RecursionError):
-        raise BadExecutableEntry("its signature line is not JSON") from None
-    if not isinstance(described, dict) or set(described) != {"arguments", "results"}:
-        raise BadExecutableEntry("its signature line is not a signature")
+    """(signature, executable bytes) of a payload; ``BadEntry`` if malformed."""
+    described, executable = split_head(payload, {"arguments", "results"}, "signature")
     signature = ProgramSignature(
         _read_types(described["arguments"], "argument"),
         _read_types(described["results"], "result"),
     )
-    executable = payload[newline + 1 :]
     if not executable:
-        raise BadExecutableEntry("it holds no executable")
+        raise BadEntry("it holds no executable")
     return signature, executable
 
 
@@ -106,7 +87,7 @@ def _types(types: tuple[TensorType, ...]) -> list:
 def _read_types(described, what: str) -> tuple[TensorType, ...]:
     by_mlir = {row.mlir: row.name for row in NEFF_DTYPES.values()}
     if not isinstance(described, list):
-        raise BadExecutableEntry(f"its {what}s are not a list")
+        raise BadEntry(f"its {what}s are not a list")
     types = []
     for position, entry in enumerate(described):
         if not (
@@ -116,7 +97,7 @@ def _read_types(described, what: str) -> tuple[TensorType, ...]:
             and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in entry[0])
             and entry[1] in by_mlir
         ):
-            raise BadExecutableEntry(f"its {what} {position} is not a tensor type")
+            raise BadEntry(f"its {what} {position} is not a tensor type")
         types.append(TensorType(tuple(entry[0]), by_mlir[entry[1]]))
     return tuple(types)
 

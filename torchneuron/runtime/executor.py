@@ -53,9 +53,9 @@ import numpy as np
 
 from torchneuron import settings
 from torchneuron.lru import LRU
+from torchneuron.runtime.cache_entry import BadEntry
 from torchneuron.runtime.errors import InvalidNeffError, NeuronRuntimeError
 from torchneuron.runtime.executable_cache import (
-    BadExecutableEntry,
     decode_payload,
     default_executable_cache,
     encode_payload,
@@ -260,7 +260,7 @@ class XlaCpuExecutor:
             started = time.perf_counter()
             signature, serialized = decode_payload(payload)
             if declared is not None and signature != declared:
-                raise BadExecutableEntry("its signature is not the one the NEFF declares")
+                raise BadEntry("its signature is not the one the NEFF declares")
             executable = self._backend.deserialize_executable(
                 serialized, self._backend.devices()[:1], self._xla_client.CompileOptions()
             )
