@@ -3,7 +3,7 @@
 The torch.compile backend and ``neuronc`` sit above, in ``torchneuron.backend`` and
 ``torchneuron.cli``."""
 
-import importlib
+from torchneuron.lazy import lazy_names
 
 # The pipeline imports torch-mlir and every lowering rule (about a second); a process
 # whose programs all come from the disk cache never needs it, so it loads on first use.
@@ -20,13 +20,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'torchneuron.compiler' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"torchneuron.compiler.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY)
 
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Lowering stage: ATen FX graphs -> torch dialect -> StableHLO (through torch-mlir)."""
 
-import importlib
+from torchneuron.lazy import lazy_names
 
 from .errors import DynamicShapeError, LoweringError, UnsupportedOpError
 
@@ -19,13 +19,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'torchneuron.lowering' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"torchneuron.lowering.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY)
 
 
 __all__ = [

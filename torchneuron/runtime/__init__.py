@@ -15,8 +15,7 @@ Importing this package imports neither torch nor XLA nor the compiler: the names
 below that need them load on first use.
 """
 
-import importlib
-
+from torchneuron.lazy import lazy_names
 from torchneuron.runtime.core import NeuronCore, get_core
 from torchneuron.runtime.core import reset as reset_runtime
 from torchneuron.runtime.errors import NeuronRuntimeError
@@ -41,13 +40,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'torchneuron.runtime' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"torchneuron.runtime.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY)
 
 
 # The contract's short name for the runtime error class.
