@@ -4,13 +4,17 @@ The ``"xla"`` executor compiles the StableHLO program with XLA's CPU compiler
 (jaxlib's PJRT client) and runs it. Compiled programs are cached in one bounded
 LRU keyed by executor and the sha256 of the program bytes: any two NEFFs with the
 same program (same NEFF hash, or the same program with other weights) compile once.
+Each executable is also kept in the disk cache (``executable_cache.py``), so the
+next process deserializes it (about a millisecond) instead of verifying and compiling.
 
 An executor offers three things, so a new mode (a timing-only "null" executor)
 is one more class in the table:
 
-- ``prepare(program, label) -> PreparedProgram``: verify (``verifier.verified_program``:
-  a NEFF's program is parsed in a child process, and XLA compiles only the canonical
-  bytes the verifier wrote) and compile (cached);
+- ``prepare(program, label, declared) -> PreparedProgram``: the executable from the
+  disk cache, else verify (``verifier.verified_program``: a NEFF's program is parsed
+  in a child process, and XLA compiles only the canonical bytes the verifier wrote),
+  compile and keep it; ``declared`` is the signature the NEFF states (a cached
+  executable recorded with another is a bad entry);
 - ``upload_weight(array)``: a device-resident copy of a weight, made once at load;
 - ``make_runner(prepared, argument_plan, input_types, weight_buffers)``: a function
   from the input arrays (already validated) to the output arrays, with everything
@@ -82,7 +86,7 @@ class PreparedProgram:
     digest: str  # sha256 hex of the program bytes
     signature: ProgramSignature
     executable: Any
-    compile_seconds: float
+    compile_seconds: float  # XLA's compile, or the deserialization of a cached executable
 
 
 # (executor name, program sha256) -> PreparedProgram, shared by every executor.

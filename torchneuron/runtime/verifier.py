@@ -377,14 +377,6 @@ def verifier_info() -> dict[str, int]:
     }
 
 
-def start_verifier_for(program: bytes) -> None:
-    """Start the child early if ``program`` will need it (the XLA executor calls this
-    before starting XLA, so the two start-ups overlap)."""
-    digest = hashlib.sha256(program).hexdigest()
-    if digest not in _VERIFIED and digest not in _TRUSTED:
-        VERIFIER.start()
-
-
 def verified_program(program: bytes, label: str) -> VerifiedProgram:
     """The program XLA may compile, and its signature; ProgramRefusedError if refused."""
     digest = hashlib.sha256(program).hexdigest()
