@@ -31,10 +31,12 @@ import contextlib
 import os
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from torchneuron.errors import TorchNeuronError, one_line
+from torchneuron.target.hardware import CHIPS
 
 from .cache import add_cache_arguments, cache_command
 from .estimate import estimate_command
@@ -52,9 +54,27 @@ from .usage import UsageError
 
 __all__ = ["main", "use_chip_of"]
 
+TARGETS = tuple(CHIPS)  # as compilation.TARGETS, without importing the compiler
+
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports a bad command line as a ``UsageError`` (one line, no usage dump)."""
+    """argparse that reports a bad command line as a ``UsageError`` (one line, no usage dump).
+
+    ``add_arguments`` (a function of the parser) adds a command's arguments when that
+    command is parsed (its ``--help`` included), not when the parser is built: the compile
+    command's come from the stage table, whose module imports torch-mlir and torch, which
+    ``neuronc --help`` and ``neuronc inspect`` do not need.
+    """
+
+    def __init__(self, *args, add_arguments: Callable[[_Parser], None] | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._add_arguments = add_arguments
+
+    def parse_known_args(self, args=None, namespace=None):
+        if self._add_arguments is not None:
+            add, self._add_arguments = self._add_arguments, None
+            add(self)
+        return super().parse_known_args(args, namespace)
 
     def error(self, message: str):
         raise UsageError(message)
@@ -122,11 +142,6 @@ def _fail(error: BaseException | str, status: int) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from torchneuron.compiler.stages import BY_NAME, REENTERABLE, STAGES
-    from torchneuron.target.hardware import CHIPS
-
-    TARGETS = tuple(CHIPS)  # as compilation.TARGETS, without importing the compiler
-
     parser = _Parser(prog="neuronc", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--traceback",
@@ -136,39 +151,10 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     compile_cmd = commands.add_parser(
-        "compile", help="compile a torch.export program (.pt2), or a stage's artifact (--from)"
+        "compile",
+        help="compile a torch.export program (.pt2), or a stage's artifact (--from)",
+        add_arguments=_add_compile_arguments,
     )
-    compile_cmd.add_argument(
-        "program", help="a program saved with torch.export.save, or the --from stage's artifact"
-    )
-    compile_cmd.add_argument("-o", "--output", help="where to write the NEFF")
-    compile_cmd.add_argument("--target", choices=TARGETS, default="trn2")
-    compile_cmd.add_argument(
-        "--from",
-        dest="from_stage",
-        choices=REENTERABLE,
-        help="PROGRAM is this stage's artifact (MLIR text, e.g. from --dump-dir); "
-        "compile it onward",
-    )
-    compile_cmd.add_argument(
-        "--weights",
-        metavar="NEFF",
-        help="with --from: a NEFF of the same program (the dump's <name>.neff) that holds "
-        "the weights' data and the names of arguments and outputs",
-    )
-    compile_cmd.add_argument(
-        "--emit", choices=STAGES[:-1], help="print this stage's artifact and stop"
-    )
-    compile_cmd.add_argument(
-        "--dump-dir",
-        help="write every stage's artifact as <name>."
-        + "|".join(dict.fromkeys(BY_NAME[s].suffix for s in STAGES)),
-    )
-    compile_cmd.add_argument("--passes", help="pass pipeline (default: the -O pipeline)")
-    compile_cmd.add_argument(
-        "--print-ir-after-all", action="store_true", help="print the IR after every pass to stderr"
-    )
-    compile_cmd.add_argument("--name", help="program name (default: the file's stem)")
     compile_cmd.set_defaults(handler=_compile)
 
     inspect_cmd = commands.add_parser("inspect", help="describe a NEFF")
@@ -278,6 +264,42 @@ def _parser() -> argparse.ArgumentParser:
         )
         golden_action.set_defaults(handler=_golden)
     return parser
+
+
+def _add_compile_arguments(command: argparse.ArgumentParser) -> None:
+    """The ``neuronc compile`` arguments on ``command``: ``--from``, ``--emit`` and
+    ``--dump-dir`` name the stage table's stages and files."""
+    from torchneuron.compiler.stages import BY_NAME, REENTERABLE, STAGES
+
+    command.add_argument(
+        "program", help="a program saved with torch.export.save, or the --from stage's artifact"
+    )
+    command.add_argument("-o", "--output", help="where to write the NEFF")
+    command.add_argument("--target", choices=TARGETS, default="trn2")
+    command.add_argument(
+        "--from",
+        dest="from_stage",
+        choices=REENTERABLE,
+        help="PROGRAM is this stage's artifact (MLIR text, e.g. from --dump-dir); "
+        "compile it onward",
+    )
+    command.add_argument(
+        "--weights",
+        metavar="NEFF",
+        help="with --from: a NEFF of the same program (the dump's <name>.neff) that holds "
+        "the weights' data and the names of arguments and outputs",
+    )
+    command.add_argument("--emit", choices=STAGES[:-1], help="print this stage's artifact and stop")
+    command.add_argument(
+        "--dump-dir",
+        help="write every stage's artifact as <name>."
+        + "|".join(dict.fromkeys(BY_NAME[s].suffix for s in STAGES)),
+    )
+    command.add_argument("--passes", help="pass pipeline (default: the -O pipeline)")
+    command.add_argument(
+        "--print-ir-after-all", action="store_true", help="print the IR after every pass to stderr"
+    )
+    command.add_argument("--name", help="program name (default: the file's stem)")
 
 
 def _compile(args) -> int:

@@ -12,13 +12,15 @@ import io
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from torchneuron.errors import one_line
 
 from .files import atomic_write, check_output_file, describe_os_error, output_folder
 from .usage import UsageError
+
+if TYPE_CHECKING:  # numpy loads with the command that reads or writes arrays
+    import numpy as np
 
 # The first bytes of every .npy file (numpy.lib.format.MAGIC_PREFIX).
 _NPY_MAGIC = b"\x93NUMPY"
@@ -124,6 +126,8 @@ def check_core(core: int) -> None:
 
 def read_input(name: str, file: str, spec: TensorSpec) -> np.ndarray:
     """The array in ``file`` (a .npy file), checked against ``spec`` before its data is read."""
+    import numpy as np
+
     shown = f"--input {name}={file}"
     try:
         with open(file, "rb") as handle:
@@ -246,6 +250,8 @@ def _numpy_dtype(name: str) -> np.dtype:
 
 
 def _report(outputs: list[TensorSpec], values, out_dir) -> None:
+    import numpy as np
+
     for spec, value in zip(outputs, values):
         if out_dir:
             atomic_write(out_dir / f"{spec.name}.npy", _npy_bytes(value), "--output-dir")
@@ -256,12 +262,16 @@ def _report(outputs: list[TensorSpec], values, out_dir) -> None:
 
 
 def _npy_bytes(value) -> bytes:
+    import numpy as np
+
     buffer = io.BytesIO()
     np.save(buffer, np.asarray(value), allow_pickle=False)
     return buffer.getvalue()
 
 
 def profile_command(args) -> int:
+    import numpy as np
+
     from torchneuron import profiler
     from torchneuron.neff import read_neff
     from torchneuron.runtime import load_neff
