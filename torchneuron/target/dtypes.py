@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from torchneuron.errors import TorchNeuronError
+
+if TYPE_CHECKING:  # numpy loads on the first lookup that needs it: `neuronc --help` does not
+    import numpy as np
 
 
 class UnsupportedDTypeError(TorchNeuronError, TypeError):
@@ -41,6 +43,8 @@ class DType:
     def numpy(self) -> np.dtype:
         """The numpy dtype (ml_dtypes, which takes most of a second to import, loads on
         the first row that needs it)."""
+        import numpy as np
+
         if not self.from_ml_dtypes:
             return np.dtype(getattr(np, self.numpy_name))
         import ml_dtypes
@@ -50,6 +54,8 @@ class DType:
     @property
     def from_ml_dtypes(self) -> bool:
         """numpy itself lacks the dtype (ml_dtypes adds it; torch cannot view it as numpy)."""
+        import numpy as np
+
         return not hasattr(np, self.numpy_name)
 
     @property
@@ -158,6 +164,8 @@ def from_mlir(element_type: str) -> DType | None:
 
 def from_numpy(dtype) -> DType | None:
     """The row of a numpy (or ml_dtypes) dtype, None if unknown."""
+    import numpy as np
+
     try:
         return _by_numpy().get(np.dtype(dtype))
     except TypeError:
@@ -174,5 +182,7 @@ def numpy_dtype(
 
 def dtype_name(dtype) -> str:
     """The table's name of a numpy dtype, or numpy's own name if the table lacks it."""
+    import numpy as np
+
     row = from_numpy(dtype)
     return row.name if row is not None else str(np.dtype(dtype))
