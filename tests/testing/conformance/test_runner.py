@@ -1,78 +1,11 @@
-"""The conformance machinery itself: comparison, expectations, worker isolation, report."""
+"""The conformance machinery itself: expectations, worker isolation, report."""
 
-import math
 
 import pytest
-import torch
 
 from torchneuron.testing.conformance import expectations, report
-from torchneuron.testing.conformance.compare import Mismatch, check_close
 from torchneuron.testing.conformance.opinfo import Outcome, run_entry
 from torchneuron.testing.conformance.pool import Task, WorkerPool
-
-# -- comparison ----------------------------------------------------------------------
-
-
-def test_close_values_pass_and_far_ones_name_the_worst_element():
-    expected = torch.tensor([1.0, 2.0, 3.0])
-    check_close(expected * (1 + 5e-5), expected)
-    with pytest.raises(Mismatch, match=r"1 of 3 elements differ.*worst: 3\.1 vs 3"):
-        check_close(torch.tensor([1.0, 2.0, 3.1]), expected)
-
-
-def test_bfloat16_tolerance_is_two_rounding_steps():
-    expected = torch.tensor([1.0, 100.0], dtype=torch.bfloat16)
-    check_close(torch.tensor([1.0078125, 101.0], dtype=torch.bfloat16), expected)
-    with pytest.raises(Mismatch):
-        check_close(torch.tensor([1.0, 104.0], dtype=torch.bfloat16), expected)
-
-
-def test_nan_inf_dtype_shape_and_structure_are_checked():
-    check_close(torch.tensor([math.nan, math.inf]), torch.tensor([math.nan, math.inf]))
-    with pytest.raises(Mismatch, match="NaN"):
-        check_close(torch.tensor([math.nan]), torch.tensor([1.0]))
-    with pytest.raises(Mismatch, match="infinities"):
-        check_close(torch.tensor([-math.inf]), torch.tensor([math.inf]))
-    with pytest.raises(Mismatch, match="dtype"):
-        check_close(torch.tensor([1], dtype=torch.int32), torch.tensor([1]))
-    with pytest.raises(Mismatch, match="shape"):
-        check_close(torch.zeros(2, 1), torch.zeros(2))
-    with pytest.raises(Mismatch, match="structure"):
-        check_close((torch.zeros(1),), (torch.zeros(1), torch.zeros(1)))
-    with pytest.raises(Mismatch, match="elements differ"):
-        check_close(torch.tensor([1, 2]), torch.tensor([1, 3]))
-
-
-def test_metadata_only_comparison_ignores_values():
-    check_close(torch.ones(3), torch.zeros(3), values=False)
-    with pytest.raises(Mismatch, match="shape"):
-        check_close(torch.ones(2), torch.zeros(3), values=False)
-
-
-def test_complex_values_are_compared_by_part_relative_to_the_magnitude():
-    expected = torch.tensor([1000 + 1e-3j, 1 + 1j])
-    # the imaginary part is off by 5e-3, small against |z| = 1000 (rtol 1e-4 of it is 0.1)
-    check_close(torch.tensor([1000 + 6e-3j, 1 + 1j]), expected)
-    with pytest.raises(Mismatch, match="1 of 4 elements differ"):
-        check_close(torch.tensor([1000 + 1e-3j, 1 + 1.001j]), expected)
-    half = expected.to(torch.complex32)
-    check_close(half, half)
-    with pytest.raises(Mismatch, match="dtype"):
-        check_close(expected, half)
-
-
-def test_sparse_results_need_the_layout_and_the_dense_value():
-    dense = torch.tensor([[0.0, 2.0], [3.0, 0.0]])
-    coo = dense.to_sparse()
-    uncoalesced = torch.sparse_coo_tensor([[0, 0, 1], [1, 1, 0]], [1.0, 1.0, 3.0], (2, 2))
-    check_close(coo, uncoalesced)  # the same dense value
-    with pytest.raises(Mismatch, match="layout"):
-        check_close(dense.to_sparse_csr(), coo)
-    with pytest.raises(Mismatch, match="layout"):
-        check_close(dense, coo)
-    with pytest.raises(Mismatch, match="elements differ"):
-        check_close((dense * 2).to_sparse_csr(), dense.to_sparse_csr())
-
 
 # -- expectations --------------------------------------------------------------------
 

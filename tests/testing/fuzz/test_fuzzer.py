@@ -28,7 +28,7 @@ def test_fuzzer_reports_an_off_by_one_op_as_wrong_with_a_shrunk_reproduction():
     result = fuzz_op(lookup("selftest.off_by_one"), 0, examples=3, modes=("eager",))
     assert result.counts["eager"]["wrong"] >= 1
     (failure,) = result.failures
-    assert failure.status == "wrong" and "got 2, PyTorch 1" in failure.detail
+    assert failure.status == "wrong" and "got 2, expected 1" in failure.detail
     # shrunk to the smallest input: one zero
     assert "torch.tensor([0], dtype=torch.int64, device=device)" in failure.snippet
     scope: dict = {}
@@ -40,7 +40,7 @@ def test_fuzzer_reports_an_off_by_one_op_as_wrong_with_a_shrunk_reproduction():
 def test_fuzzer_reports_a_lost_negative_zero_as_wrong():
     result = fuzz_op(lookup("selftest.loses_negative_zero"), 0, examples=5, modes=("eager",))
     (failure,) = result.failures
-    assert "got 0.0, PyTorch -0.0" in failure.detail
+    assert "got 0.0, expected -0.0" in failure.detail
 
 
 def test_fuzzer_is_reproducible_by_seed():

@@ -34,8 +34,8 @@ from torch.utils import _pytree as pytree
 from torchneuron.errors import CpuFallbackWarning
 from torchneuron.target import dtypes
 
+from ..compare import Mismatch, check_close
 from . import sparse_samples
-from .compare import Mismatch, check_close
 
 MODES = ("compile", "eager")
 # The dtypes conformance runs in (rows of the one dtype table, and complex32, which
@@ -210,7 +210,7 @@ def _run_sample(op, sample, runner: Callable) -> tuple[str, str]:
         if entry_name(op) in _TIES_ANY_ORDER:
             _check_tied_indices(op, actual, sample)
         else:
-            _check_against_references(actual, sample, values=not op.has_nondeterministic_output)
+            _check_against_references(actual, sample, rules=_rules(op))
     except _FellBack as fell_back:
         return "fallback", str(fell_back)
     except _SampleSkipped as skipped:
@@ -299,25 +299,30 @@ def _wide_result(op, args: tuple, kwargs: dict, dtype: torch.dtype):
     return pytree.tree_map(narrow, wide)
 
 
-def _check_against_references(actual, sample: dict, values: bool) -> None:
+def _rules(op) -> str:
+    """How ``op``'s results are compared: values are unspecified for nondeterministic ops."""
+    return "metadata" if op.has_nondeterministic_output else "approx"
+
+
+def _check_against_references(actual, sample: dict, rules: str) -> None:
     try:
-        check_close(actual, sample["expected"], values=values)
+        check_close(actual, sample["expected"], rules=rules)
     except Mismatch:
         also_right = sample.get("also_right")
         if also_right is None:
             raise
         try:
-            check_close(actual, also_right, values=values)
+            check_close(actual, also_right, rules=rules)
         except Mismatch:
             raise Mismatch(
-                f"{_first_line_of_mismatch(actual, sample, values)} (and differs from "
+                f"{_first_line_of_mismatch(actual, sample, rules)} (and differs from "
                 "the wider computation too)"
             ) from None
 
 
-def _first_line_of_mismatch(actual, sample: dict, values: bool) -> str:
+def _first_line_of_mismatch(actual, sample: dict, rules: str) -> str:
     try:
-        check_close(actual, sample["expected"], values=values)
+        check_close(actual, sample["expected"], rules=rules)
     except Mismatch as mismatch:
         return str(mismatch)
     return ""
@@ -372,7 +377,7 @@ def _compile_sample(op, sample: dict):
     result = pytree.tree_map(_detached_copy, result)
     fallbacks = [w.message for w in caught if isinstance(w.message, CpuFallbackWarning)]
     if fallbacks:
-        _check_against_references(result, sample, values=not op.has_nondeterministic_output)
+        _check_against_references(result, sample, rules=_rules(op))
         raise _FellBack(fallbacks[0].reason)
     return result
 
@@ -424,7 +429,7 @@ def _eager_sample(op, sample: dict):
     if wrong_device:
         raise Mismatch(f"a result tensor is on {wrong_device[0]}, not on the neuron device")
     if fell_back:
-        _check_against_references(result, sample, values=not op.has_nondeterministic_output)
+        _check_against_references(result, sample, rules=_rules(op))
         name, why = next(iter(sorted(fell_back.items())))
         raise _FellBack(f"{name} ran on the CPU: {why}"[:300])
     return result

@@ -5,16 +5,10 @@ A case is text plus tensor specs: ``source`` defines ``fn`` (a lambda or a ``def
 Scalars, dims and flags are written into ``source`` by the op's generator, so the
 reproduction shows exactly the call that ran.
 
-How results are compared (``FuzzOp.compare``):
-
-- ``exact``: bit for bit, -0.0 and NaN positions included (PyTorch's result is exact:
-  neg, abs, relu, min/max, where, copies, indexing, sorting, shape ops).
-- ``ieee``: one correctly rounded IEEE operation (add, sub, mul, div): relative
-  tolerance only (no absolute term, so a flushed denormal is a difference) and the
-  sign of an exact zero must match.
-- ``approx``: the dtype's tolerance of ``conformance.compare.TOLERANCES``; NaN and
-  infinities must be in the same places.
-Integer and bool results are always compared exactly.
+How results are compared (``FuzzOp.compare``): one of ``testing.compare``'s rules,
+``exact`` (PyTorch's result is exact: neg, abs, relu, min/max, where, copies,
+indexing, sorting, shape ops), ``ieee`` (one correctly rounded operation: add, sub,
+mul, div) or ``approx`` (the dtype's tolerance); that module says what each allows.
 """
 
 from __future__ import annotations

@@ -43,8 +43,8 @@ from torch.utils import _pytree as pytree
 
 from torchneuron.errors import TorchNeuronError, one_line
 
+from ..compare import Mismatch, check_close
 from .cases import Case, FuzzOp, make_function
-from .compare import Difference, check_state
 from .inputs import SOURCE_NAMES
 from .repro import snippet
 
@@ -170,8 +170,8 @@ def verdict(reference: Observation, got: Observation, op: FuzzOp, mode: str) -> 
     if mode == "compile" and got.graphs == 0:
         return "untested", "Dynamo ran the function itself"
     try:
-        check_state(got.state, reference.state, op.compare)
-    except Difference as difference:
+        check_close(got.state, reference.state, rules=op.compare, leaf="state leaf")
+    except Mismatch as difference:
         if has_subnormals(reference.state):  # (inputs before the call included)
             return "denormal", str(difference)
         return "wrong", str(difference)
