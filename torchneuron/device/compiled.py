@@ -8,6 +8,8 @@ signature, what runs the call; ``_RUNNERS`` is that decision's one table:
 - ``COMPILED`` (an ``Entry``): the program runs on numpy arrays over the tensors'
   memory and writes the outputs into new device tensors, or into the mutated
   arguments of in-place and ``out=`` ops; queued (``launch``) unless it must run now;
+- ``PADDED`` (a ``padded.PaddedEntry``): a second shape of an op seen before runs its
+  shape class's program at the next bucket, compiled once (``padded``);
 - ``COMPLEX``: complex values as real ops on real pairs (``complex_route``);
 - ``FALLBACK``, ``HOST``, ``REJECTED`` (a ``HostOnly``): the CPU kernel, recorded as a
   fallback, by design, or deciding a call the shape function refused.
@@ -27,7 +29,16 @@ from typing import Any
 import numpy as np
 import torch
 
-from torchneuron.device import _C, arrays, complex_route, fallback, programs, stream_api, streams
+from torchneuron.device import (
+    _C,
+    arrays,
+    complex_route,
+    fallback,
+    padded,
+    programs,
+    stream_api,
+    streams,
+)
 from torchneuron.device.host import run_on_host
 from torchneuron.device.launch import Launch
 from torchneuron.device.plan import (
@@ -79,6 +90,8 @@ class Entry:
 
     # ``fresh_metas`` in the native layer's form (``_C.capture_launch`` reads it)
     native_metas: Any = None
+    # calls run (``padded`` measures a shape change against shapes that ran twice)
+    runs: int = 0
 
     route = Route.COMPILED
 
@@ -121,17 +134,33 @@ def _new_entry(
     if complex_route.touches_complex(plan, values):
         entry: Entry | HostOnly = COMPLEX_VALUES
     else:
-        try:
-            entry = _compile(plan, values, key, tensors, scalars, device)
-        except MetaRejected as rejection:
-            return HostOnly(rejection.reason, Route.REJECTED)
+        entry = _padded_entry(plan, values, key, tensors, scalars)
+        if entry is None:
+            try:
+                entry = _compile(plan, values, key, tensors, scalars, device)
+            except MetaRejected as rejection:
+                return HostOnly(rejection.reason, Route.REJECTED)
+            padded.saw_exact(plan, key, entry)
     cache.put(key, entry)
     return entry
+
+
+def _padded_entry(plan: OpPlan, values: list, key: tuple, tensors: list, scalars: list):
+    """The signature's entry on the padded route, or None (``padded.entry_for``)."""
+    if plan.mutated:
+        return None
+    scalar_dtypes = tuple(_scalar_dtype(v, tensors) for v in scalars)
+
+    def traceable(output_count: int) -> Callable:
+        return _traceable(plan, values, len(tensors), (True,) * output_count, ())
+
+    return padded.entry_for(plan, values, key, tensors, traceable, scalar_dtypes)
 
 
 def _run_program(
     plan: OpPlan, values: list, device: int, key: tuple, entry: Entry, tensors: list, scalars: list
 ) -> Any:
+    entry.runs += 1
     if entry.divisor is not None:
         streams.synchronize(device)  # the divisor's value is read: after the queued ops
         _check_divisor(values[entry.divisor])
@@ -151,6 +180,28 @@ def _run_program(
         outputs = entry.program.execute(device, inputs)
         return _assemble(plan, values, entry, outputs, device)
     return _launch(plan, values, device, key, entry, tensors, scalar_arrays)
+
+
+def _run_padded(plan, values, device, key, entry, tensors, scalars) -> Any:
+    try:
+        scalar_arrays = _scalar_arrays(plan, entry, tensors, scalars)
+    except _ScalarRefused as refusal:  # this value only: the CPU kernel decides
+        result = run_on_host(plan, values, tensors, device)
+        fallback.record_fallback(plan.name, refusal.reason)
+        return result
+    streams.synchronize(device)
+    inputs = _C.host_arrays(tensors)
+    inputs.extend(scalar_arrays)
+    try:
+        return padded.run_padded(plan, values, device, entry, inputs)
+    except padded.NotAdmitted:  # sizes the padded program does not take: compile them
+        try:
+            exact = _compile(plan, values, key, tensors, scalars, device)
+        except MetaRejected as rejection:
+            exact = HostOnly(rejection.reason, Route.REJECTED)
+        if exact.route is not Route.REJECTED:
+            cache.put(key, exact)
+        return _RUNNERS[exact.route](plan, values, device, key, exact, tensors, scalars)
 
 
 def _run_complex(plan, values, device, key, entry, tensors, scalars) -> Any:
@@ -178,6 +229,7 @@ def _run_rejected(plan, values, device, key, entry, tensors, scalars) -> Any:
 # What runs a call, by its entry's route: the one table of the compiled route's decision.
 _RUNNERS: dict[Route, Callable[..., Any]] = {
     Route.COMPILED: _run_program,
+    Route.PADDED: _run_padded,
     Route.COMPLEX: _run_complex,
     Route.FALLBACK: _run_fallback,
     Route.HOST: _run_host,

@@ -81,6 +81,7 @@ class Route(enum.StrEnum):
     """
 
     COMPILED = "compiled"  # a program compiled for the call signature, on the NeuronCore
+    PADDED = "padded"  # the signature's shape class's program, at the next bucket (``padded``)
     RANDOM = "random"  # the CPU kernel with the device generator's state
     HOST = "host"  # the CPU kernel by design: data-dependent shapes, host values
     COMPLEX = "complex"  # complex values as real ops on real pairs (``complex_route``)

@@ -1,0 +1,100 @@
+"""The padded route: a second shape of an eager op runs its class's program at a bucket."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from torchneuron.device import padded
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    # compiles are counted: nothing from other tests' caches
+    monkeypatch.setenv("TORCHNEURON_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TORCHNEURON_BUCKETS", "auto")
+    padded._classes.clear()
+    padded.reset_stats()
+
+
+def _step(model, opt, n, seed):
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, 12, generator=generator)
+    y = torch.arange(n) % 5
+    device = next(model.parameters()).device
+    opt.zero_grad()
+    loss = F.cross_entropy(model(x.to(device)), y.to(device))
+    loss.backward()
+    opt.step()
+    return loss.item()
+
+
+def test_an_mlp_training_step_over_many_batch_sizes_equals_the_cpu_and_compiles_once_per_bucket():
+    losses = {}
+    for device in ("neuron", "cpu"):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 5)).to(device)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        sizes = [8, 8, 3, 5, 6, 7, 9, 11, 10, 12]
+        losses[device] = [_step(model, opt, n, seed) for seed, n in enumerate(sizes)]
+        if device == "neuron":
+            weights = [p.detach().cpu() for p in model.parameters()]
+        else:
+            reference = [p.detach() for p in model.parameters()]
+    assert losses["neuron"] == pytest.approx(losses["cpu"], rel=1e-5, abs=1e-6)
+    for got, want in zip(weights, reference):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    stats = padded.stats()
+    # every op whose batch size changed got one padded program, not one per size
+    assert stats["padded_programs"] >= 8
+    assert stats["padded_calls"] > 0 and stats["exact_calls"] > 0
+
+
+def test_reductions_over_the_padded_axis_are_masked():
+    for n in (6, 6, 5, 7, 9, 4):
+        x = torch.randn(n, 3) - 2.0  # all negative: a zero pad would win a max
+        device_x = x.to("neuron")
+        torch.testing.assert_close(device_x.sum(0).cpu(), x.sum(0))
+        torch.testing.assert_close(device_x.amax(0).cpu(), x.amax(0))
+        torch.testing.assert_close(device_x.mean(0).cpu(), x.mean(0))
+        torch.testing.assert_close(F.softmax(device_x, 0).cpu(), F.softmax(x, 0))
+    assert padded.stats()["padded_calls"] > 0
+
+
+def test_checks_stay_in_a_padded_program():
+    for n in (6, 6, 5):
+        scores = torch.randn(n, 4)
+        target = torch.arange(n) % 4
+        F.nll_loss(scores.to("neuron"), target.to("neuron")).item()
+    assert padded.stats()["padded_programs"] >= 1
+    bad = torch.tensor([0, 1, 9, 2, 3])
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        F.nll_loss(torch.randn(5, 4).to("neuron"), bad.to("neuron")).item()
+
+
+def test_mismatched_sizes_still_get_pytorchs_error():
+    for n in (6, 6, 5):
+        a = torch.randn(n, 3).to("neuron")
+        (a + a).cpu()
+    with pytest.raises(RuntimeError, match="size of tensor"):
+        torch.randn(5, 3).to("neuron") + torch.randn(7, 3).to("neuron")
+
+
+def test_off_compiles_each_size_exactly(monkeypatch):
+    monkeypatch.setenv("TORCHNEURON_BUCKETS", "off")
+    for n in (6, 6, 5, 7):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close((x.to("neuron") * 2).cpu(), x * 2)
+    assert padded.stats()["padded_programs"] == 0
+
+
+def test_shape_classes_keep_the_stride_order():
+    assert padded.shape_class((None, (torch.float32, torch.Size([4, 6]), (1, 4), "neuron"))) == (
+        (None, (torch.float32, 2, (1, 0), "neuron")),
+        ((4, 6),),
+    )
+    # an overlapping or gapped layout is never padded
+    assert padded.shape_class((None, (torch.float32, torch.Size([4, 6]), (1, 1), "neuron"))) is None
+    assert (
+        padded.shape_class((None, (torch.float32, torch.Size([4, 6]), (12, 2), "neuron"))) is None
+    )

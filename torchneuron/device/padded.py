@@ -1,0 +1,301 @@
+"""The padded route: an eager op whose sizes changed runs at the next bucket.
+
+A compiled op is keyed by its call signature, shapes included, so every new batch
+size used to trace, lower and compile each op of a step again (~90 ms an op). Here
+an op's signatures are grouped into *shape classes* (the signature with each
+tensor's shape reduced to its rank). The first shape of a class compiles exactly, as
+before; when a second shape of the class arrives, the sizes that changed become
+symbolic and the op is compiled once as a padded program
+(``compiler/eager_padded.py``: the bucket analysis proves padding exact, reductions
+over padded positions are masked). From then on a call of the class pads its inputs
+with zeros up to the next bucket of ``TORCHNEURON_BUCKETS`` (``auto`` by default: 1,
+2, 3, 4, 6, 8, 12, ...; ``off`` turns this off), runs the program for that bucket
+and slices the outputs back: a size inside a bucket seen before compiles nothing; a
+new bucket specializes the program (XLA's compile only).
+
+Not padded (each size compiles exactly, as before): ops that write into an argument
+(in-place, ``out=``), non-contiguous or listed tensor inputs, integer divisions,
+programs with run-time checks, outputs that are not new contiguous tensors, and
+whatever the bucket analysis refuses. A call whose sizes the padded program does not
+admit (its guards, a size beyond the last bucket) compiles exactly too. Padded calls
+run synchronously, outside the fuser's chains.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from torchneuron.counters import Counters
+from torchneuron.device import _C, arrays
+from torchneuron.device.plan import OpPlan, Route, pack_returns
+from torchneuron.lru import LRU
+
+# padded_programs: ops compiled padded; refusals: shape classes that compile each size;
+# padded_calls / exact_calls: calls run by a padded program at a larger / their own size;
+# specializations: new buckets compiled
+STATS = Counters("padded_programs", "refusals", "padded_calls", "exact_calls")
+reset_stats = STATS.reset
+stats = STATS.snapshot
+
+
+@dataclass
+class _ShapeClass:
+    # shapes compiled exactly, with their entries (a shape whose entry ran twice is
+    # established: a change is measured against those)
+    seen: list = field(default_factory=list)
+    programs: list = field(default_factory=list)  # compiler.eager_padded.PaddedProgram
+    refused: set = field(default_factory=set)  # symbolic (input, axis) sets refused
+
+
+_SEEN_PER_CLASS = 16
+_PROGRAMS_PER_CLASS = 8
+
+# shape class -> what is known of it
+_classes: LRU[tuple, _ShapeClass] = LRU(capacity=4096)
+
+
+class PaddedEntry:
+    """The cache entry of a call signature run by its shape class's padded program."""
+
+    __slots__ = ("fresh", "padded", "scalar_dtypes")
+    route = Route.PADDED
+
+    def __init__(self, padded: Any, scalar_dtypes: tuple, fresh: tuple):
+        self.padded = padded
+        self.scalar_dtypes = scalar_dtypes
+        self.fresh = fresh  # (shape, stride, dtype) of each output, in return order
+
+
+def buckets() -> tuple[int, ...] | None:
+    from torchneuron.compiler.buckets import buckets_from_env
+
+    return buckets_from_env()
+
+
+def shape_class(key: tuple) -> tuple[tuple, tuple[tuple[int, ...], ...]] | None:
+    """(the signature with shapes reduced to ranks, the shapes), or None when the
+    signature has a non-contiguous or listed tensor (never padded)."""
+    parts: list = []
+    shapes: list[tuple[int, ...]] = []
+    for part in key:
+        if _is_tensor_part(part):
+            order = None if part[2] is None else _dense_order(tuple(part[1]), part[2])
+            if part[2] is not None and order is None:
+                return None
+            parts.append((part[0], len(part[1]), order, part[3]))
+            shapes.append(tuple(part[1]))
+        elif isinstance(part, tuple) and any(_is_tensor_part(p) for p in part):
+            return None
+        else:
+            parts.append(part)
+    return tuple(parts), tuple(shapes)
+
+
+def _dense_order(shape: tuple, stride: tuple) -> tuple | None:
+    """The axes from outermost to innermost of a dense permuted layout, else None."""
+    order = tuple(sorted(range(len(shape)), key=lambda axis: (-stride[axis], -axis)))
+    expected = 1
+    for axis in reversed(order):
+        if shape[axis] != 1 and stride[axis] != expected:
+            return None
+        expected *= shape[axis]
+    return order
+
+
+def _is_tensor_part(part: Any) -> bool:
+    return isinstance(part, tuple) and len(part) == 4 and isinstance(part[1], torch.Size)
+
+
+def paddable(plan: OpPlan, entry: Any) -> bool:
+    """Whether a call whose exact entry is ``entry`` may later run padded."""
+    return (
+        not plan.mutated
+        and getattr(entry, "route", None) is Route.COMPILED
+        and entry.divisor is None
+        and all(_contiguous(meta) for meta in entry.fresh)
+    )
+
+
+def _contiguous(meta: tuple | None) -> bool:
+    if meta is None:
+        return False
+    shape, stride, _ = meta
+    return tuple(stride) == tuple(torch.empty(shape, device="meta").stride())
+
+
+def saw_exact(plan: OpPlan, key: tuple, entry: Any) -> None:
+    """Record the first shapes of ``key``'s class (its exact entry was just compiled)."""
+    found = shape_class(key)
+    if found is None or not paddable(plan, entry):
+        return
+    class_key, shapes = found
+    known = _classes.get(class_key)
+    if known is None:
+        known = _ShapeClass()
+        _classes.put(class_key, known)
+    if len(known.seen) < _SEEN_PER_CLASS:
+        known.seen.append((shapes, entry))
+
+
+def entry_for(plan, values, key, tensors, traceable, scalar_dtypes) -> PaddedEntry | None:
+    """A padded entry for a signature not seen before, or None to compile it exactly.
+
+    ``traceable(output_count)`` is the call as a function of flat tensors and lifted
+    scalars returning its new outputs (``compiled._traceable``); ``scalar_dtypes`` the
+    lifted scalars' dtypes.
+    """
+    found = shape_class(key)
+    if found is None:
+        return None
+    class_key, shapes = found
+    known = _classes.get(class_key)
+    if known is None:
+        return None
+    padded = next((p for p in known.programs if _takes(p, shapes)), None)
+    if padded is not None:  # the output shapes are the trace's, no shape function
+        values_of = _bind(padded, shapes)
+        if values_of is None or not padded.admits(values_of):
+            return None
+        try:
+            return PaddedEntry(padded, scalar_dtypes, padded.output_metas(values_of))
+        except Exception:  # noqa: BLE001 - an expression it cannot evaluate: compile exactly
+            return None
+    if len(known.programs) >= _PROGRAMS_PER_CLASS:
+        return None
+    from torchneuron.device.shapes import MetaRejected, MetaUnavailable, output_metadata
+
+    if padded is None:
+        changed = _closest_change(known, shapes)
+        if changed is None:
+            return None
+    try:
+        fresh, _ = output_metadata(plan, values)
+    except (MetaUnavailable, MetaRejected):
+        return None
+    if not all(_contiguous(meta) and 0 not in meta[0] for meta in fresh):
+        return None
+    if padded is None:
+        chosen = buckets()
+        if chosen is None:
+            return None
+        padded = _compile(plan, tensors, scalar_dtypes, changed, traceable(len(fresh)), chosen)
+        if padded is None:
+            known.refused.add(_pattern(changed))
+            STATS["refusals"] += 1
+            return None
+        known.programs.append(padded)
+        STATS["padded_programs"] += 1
+    return PaddedEntry(padded, scalar_dtypes, fresh)
+
+
+def _bind(padded: Any, shapes: tuple) -> dict[str, int] | None:
+    """The symbols' values for ``shapes``, or None when two sizes of one symbol differ."""
+    values: dict[str, int] = {}
+    for position, dims in padded.plan.tensor_inputs.items():
+        for axis, symbol in dims:
+            if values.setdefault(symbol, shapes[position][axis]) != shapes[position][axis]:
+                return None
+    return values
+
+
+def _takes(padded: Any, shapes: tuple) -> bool:
+    """Whether ``shapes`` differ from the program's traced shapes only where it is symbolic."""
+    return all(
+        a == b or (position, axis) in padded.symbolic
+        for position, (traced, now) in enumerate(zip(padded.traced_shapes, shapes))
+        for axis, (a, b) in enumerate(zip(traced, now))
+    )
+
+
+def _pattern(changed: list[set[int]]) -> frozenset:
+    return frozenset((i, axis) for i, axes in enumerate(changed) for axis in axes)
+
+
+def _closest_change(known: _ShapeClass, shapes: tuple) -> list[set[int]] | None:
+    """The axes that changed from the closest established shape of the class, or None
+    (nothing established, sizes 0 or 1, a change refused before)."""
+    best = None
+    used = {frozenset(p.symbolic) for p in known.programs}
+    for seen, entry in known.seen:
+        if getattr(entry, "runs", 0) < 2:
+            continue  # one call: maybe another layer's shape in the same step
+        changed = [
+            {axis for axis, (a, b) in enumerate(zip(first, now)) if a != b}
+            for first, now in zip(seen, shapes)
+        ]
+        count = sum(len(axes) for axes in changed)
+        if count == 0:
+            continue
+        rank = (count, _pattern(changed) not in used)
+        if best is None or rank < best[0]:
+            best = (rank, changed)
+    if best is None:
+        return None
+    changed = best[1]
+    if any(shapes[i][axis] < 2 for i, axes in enumerate(changed) for axis in axes):
+        return None  # sizes 0 and 1 are never symbolic
+    if _pattern(changed) in known.refused:
+        return None
+    return changed
+
+
+def _compile(plan, tensors, scalar_dtypes, changed, traced_fn, chosen) -> Any:
+    from torchneuron.compiler import eager
+    from torchneuron.compiler.eager_padded import PaddingRefused, compile_padded
+
+    specs = [eager.TensorSpec(tuple(t.shape), tuple(t.stride()), t.dtype) for t in tensors]
+    specs += [eager.TensorSpec((), (), arrays.torch_dtype(d)) for d in scalar_dtypes]
+    dynamic = [*changed, *(set() for _ in scalar_dtypes)]
+    try:
+        return compile_padded(plan.name, specs, dynamic, traced_fn, chosen)
+    except PaddingRefused:
+        return None
+
+
+class NotAdmitted(Exception):
+    """The padded program does not take this call's sizes (internal; compiled exactly)."""
+
+
+def run_padded(plan: OpPlan, values: list, device: int, entry: PaddedEntry, inputs: list) -> Any:
+    """Run one call: ``inputs`` are its flat host arrays (tensors, then lifted scalars)."""
+    from torchneuron.compiler.buckets import BucketedFunction
+
+    bucket_plan = entry.padded.plan
+    true: dict[str, int] = {}
+    for position, dims in bucket_plan.tensor_inputs.items():
+        for axis, symbol in dims:
+            if (
+                true.setdefault(symbol, inputs[position].shape[axis])
+                != inputs[position].shape[axis]
+            ):
+                raise NotAdmitted()
+    if not entry.padded.admits(true):
+        raise NotAdmitted()
+    sizes = BucketedFunction(None, bucket_plan, entry.padded.admits).choose(true)
+    grown = any(sizes[s] != v for s, v in true.items())
+    STATS["padded_calls" if grown else "exact_calls"] += 1
+    call = list(inputs)
+    for position, dims in bucket_plan.tensor_inputs.items():
+        widths = [(0, 0)] * call[position].ndim
+        for axis, symbol in dims:
+            widths[axis] = (0, sizes[symbol] - true[symbol])
+        if any(w for _, w in widths):
+            call[position] = np.pad(call[position], widths)
+    for symbol in bucket_plan.mask_symbols:
+        call.append(np.arange(sizes[symbol]) < true[symbol])
+    outputs = entry.padded.program.run(call, core=device)
+    for position, dims in bucket_plan.outputs.items():
+        index = [slice(None)] * outputs[position].ndim
+        for axis, symbol in dims:
+            index[axis] = slice(0, true[symbol])
+        outputs[position] = np.ascontiguousarray(outputs[position][tuple(index)])
+    if len(outputs) != len(entry.fresh) or any(
+        tuple(o.shape) != tuple(m[0]) or o.dtype != arrays.numpy_dtype(m[2])
+        for o, m in zip(outputs, entry.fresh)
+    ):
+        raise NotAdmitted()  # never a guess: this signature compiles exactly
+    return pack_returns(plan, values, _C.device_tensors_from(outputs, entry.fresh, device))
