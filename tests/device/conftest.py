@@ -22,6 +22,15 @@ def _neuron_registered(tmp_path_factory):
     yield
 
 
+@pytest.fixture(autouse=True)
+def _no_padded_classes_from_other_tests():
+    # a shape class one test established must not send another test's ops down the
+    # padded route (synchronous, outside the fuser): each test starts with none
+    from torchneuron.device import compiled
+
+    compiled.forget_padded()
+
+
 def run_python(code: str, env: dict | None = None, timeout: int = 300):
     """Run ``code`` in a fresh interpreter (autoload on unless ``env`` says otherwise)."""
     import subprocess

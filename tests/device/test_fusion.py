@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from torchneuron import settings
-from torchneuron.device import fusion, streams
+from torchneuron.device import compiled, fusion, streams
 
 DEVICE = "neuron"
 
@@ -19,6 +19,9 @@ DEVICE = "neuron"
 @pytest.fixture(autouse=True)
 def fuser(monkeypatch):
     monkeypatch.delenv(settings.EAGER_FUSION, raising=False)
+    # padded calls run outside chains: these tests count chains of exact programs
+    monkeypatch.setenv(settings.BUCKETS, "off")
+    compiled.forget_padded()
     previous = streams._fuser
     # Fusion works on queued launches: these tests run asynchronously even when the
     # suite runs with NEURON_LAUNCH_BLOCKING=1 (which queues nothing, so fuses nothing).

@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from torchneuron.device import padded
+from torchneuron.device import compiled, padded
 
 
 @pytest.fixture(autouse=True)
@@ -13,7 +13,7 @@ def _own_cache(tmp_path, monkeypatch):
     # compiles are counted: nothing from other tests' caches
     monkeypatch.setenv("TORCHNEURON_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("TORCHNEURON_BUCKETS", "auto")
-    padded._classes.clear()
+    compiled.forget_padded()
     padded.reset_stats()
 
 

@@ -12,7 +12,8 @@ import threading
 import pytest
 import torch
 
-from torchneuron.device import programs, streams
+from torchneuron import settings
+from torchneuron.device import compiled, programs, streams
 
 
 class Gate:
@@ -29,6 +30,13 @@ class Gate:
 
     def release(self) -> None:
         self._open.set()
+
+
+@pytest.fixture(autouse=True)
+def _exact_programs(monkeypatch):
+    # padded calls run synchronously: these tests need every op queued
+    monkeypatch.setenv(settings.BUCKETS, "off")
+    compiled.forget_padded()
 
 
 @pytest.fixture

@@ -548,6 +548,15 @@ def _traceable(
     return traced
 
 
+def forget_padded() -> None:
+    """Forget every shape class and padded entry: each signature compiles exactly again
+    until a class sees a second shape (``TORCHNEURON_BUCKETS=off`` keeps it so)."""
+    padded.clear()
+    for key, entry in cache.items():
+        if entry.route is Route.PADDED:
+            cache.pop(key)
+
+
 def compiled_cache_info() -> dict[str, int]:
     """How many call signatures are compiled, and how many run on the CPU."""
     entries = [entry for _, entry in cache.items()]

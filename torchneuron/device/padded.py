@@ -70,6 +70,11 @@ class PaddedEntry:
         self.fresh = fresh  # (shape, stride, dtype) of each output, in return order
 
 
+def clear() -> None:
+    """Forget every shape class (``compiled.forget_padded`` drops the entries too)."""
+    _classes.clear()
+
+
 def buckets() -> tuple[int, ...] | None:
     from torchneuron.compiler.buckets import buckets_from_env
 
@@ -153,7 +158,7 @@ def entry_for(plan, values, key, tensors, traceable, scalar_dtypes) -> PaddedEnt
         return None
     class_key, shapes = found
     known = _classes.get(class_key)
-    if known is None:
+    if known is None or buckets() is None:
         return None
     padded = next((p for p in known.programs if _takes(p, shapes)), None)
     if padded is not None:  # the output shapes are the trace's, no shape function
@@ -179,10 +184,7 @@ def entry_for(plan, values, key, tensors, traceable, scalar_dtypes) -> PaddedEnt
     if not all(_contiguous(meta) and 0 not in meta[0] for meta in fresh):
         return None
     if padded is None:
-        chosen = buckets()
-        if chosen is None:
-            return None
-        padded = _compile(plan, tensors, scalar_dtypes, changed, traceable(len(fresh)), chosen)
+        padded = _compile(plan, tensors, scalar_dtypes, changed, traceable(len(fresh)), buckets())
         if padded is None:
             known.refused.add(_pattern(changed))
             STATS["refusals"] += 1
