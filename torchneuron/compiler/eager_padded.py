@@ -93,6 +93,11 @@ def _compile(op_name, specs, dynamic, traced_fn, buckets, target) -> PaddedProgr
         )
     except (BucketRefused, NothingToBucket, LoweringError) as error:
         raise PaddingRefused(f"{op_name}: {' '.join(str(error).split())[:300]}") from None
+    except Exception as error:  # noqa: BLE001 - a pass or the front half failed: exact sizes
+        raise PaddingRefused(
+            f"{op_name}: the padded program did not lower ({type(error).__name__}: "
+            f"{' '.join(str(error).split())[:200]})"
+        ) from None
     if size_positions:
         raise PaddingRefused(f"{op_name}: the graph takes sizes as inputs")
     if program.output_positions() != list(range(program.output_count)):

@@ -9,7 +9,7 @@ signature, what runs the call; ``_RUNNERS`` is that decision's one table:
   memory and writes the outputs into new device tensors, or into the mutated
   arguments of in-place and ``out=`` ops; queued (``launch``) unless it must run now;
 - ``PADDED`` (a ``padded.PaddedEntry``): a second shape of an op seen before runs its
-  shape class's program at the next bucket, compiled once (``padded``);
+  shape class's program at the next bucket, compiled once (``padded``), queued as above;
 - ``COMPLEX``: complex values as real ops on real pairs (``complex_route``);
 - ``FALLBACK``, ``HOST``, ``REJECTED`` (a ``HostOnly``): the CPU kernel, recorded as a
   fallback, by design, or deciding a call the shape function refused.
@@ -182,28 +182,6 @@ def _run_program(
     return _launch(plan, values, device, key, entry, tensors, scalar_arrays)
 
 
-def _run_padded(plan, values, device, key, entry, tensors, scalars) -> Any:
-    try:
-        scalar_arrays = _scalar_arrays(plan, entry, tensors, scalars)
-    except _ScalarRefused as refusal:  # this value only: the CPU kernel decides
-        result = run_on_host(plan, values, tensors, device)
-        fallback.record_fallback(plan.name, refusal.reason)
-        return result
-    streams.synchronize(device)
-    inputs = _C.host_arrays(tensors)
-    inputs.extend(scalar_arrays)
-    try:
-        return padded.run_padded(plan, values, device, entry, inputs)
-    except padded.NotAdmitted:  # sizes the padded program does not take: compile them
-        try:
-            exact = _compile(plan, values, key, tensors, scalars, device)
-        except MetaRejected as rejection:
-            exact = HostOnly(rejection.reason, Route.REJECTED)
-        if exact.route is not Route.REJECTED:
-            cache.put(key, exact)
-        return _RUNNERS[exact.route](plan, values, device, key, exact, tensors, scalars)
-
-
 def _run_complex(plan, values, device, key, entry, tensors, scalars) -> Any:
     return complex_route.run_complex(plan, values, tensors, device)
 
@@ -229,7 +207,7 @@ def _run_rejected(plan, values, device, key, entry, tensors, scalars) -> Any:
 # What runs a call, by its entry's route: the one table of the compiled route's decision.
 _RUNNERS: dict[Route, Callable[..., Any]] = {
     Route.COMPILED: _run_program,
-    Route.PADDED: _run_padded,
+    Route.PADDED: _run_program,  # a ``padded.PaddedEntry`` runs like an ``Entry``
     Route.COMPLEX: _run_complex,
     Route.FALLBACK: _run_fallback,
     Route.HOST: _run_host,

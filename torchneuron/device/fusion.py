@@ -60,6 +60,7 @@ from torchneuron import settings
 from torchneuron.device import _C, arrays, programs
 from torchneuron.device.chain import Chain
 from torchneuron.device.compiled import _traceable
+from torchneuron.device.plan import Route
 from torchneuron.lru import LRU
 
 __all__ = ["Fuser", "clear", "enabled", "fusible", "install", "stats"]
@@ -125,8 +126,8 @@ def fusible(launch) -> bool:
     if plan.mutated or not _fusible_op(plan.op):
         return False
     entry = launch.entry
-    if entry.divisor is not None or not launch.outputs:
-        return False
+    if entry.route is not Route.COMPILED or entry.divisor is not None or not launch.outputs:
+        return False  # a padded program (``padded``) runs alone
     # every new output computed by the program (no undefined or empty ones)
     if not len(entry.fresh_metas) == len(entry.fresh) == len(launch.outputs):
         return False

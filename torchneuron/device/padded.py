@@ -18,7 +18,8 @@ Not padded (each size compiles exactly, as before): ops that write into an argum
 programs with run-time checks, outputs that are not new contiguous tensors, and
 whatever the bucket analysis refuses. A call whose sizes the padded program does not
 admit (its guards, a size beyond the last bucket) compiles exactly too. Padded calls
-run synchronously, outside the fuser's chains.
+are queued like exact ones (synchronous where the op has run-time checks) but never
+join the fuser's chains.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import torch
 
 from torchneuron.counters import Counters
 from torchneuron.device import _C, arrays
-from torchneuron.device.plan import OpPlan, Route, pack_returns
+from torchneuron.device.plan import OpPlan, Route
 from torchneuron.lru import LRU
 
 # padded_programs: ops compiled padded; refusals: shape classes that compile each size;
@@ -49,6 +50,7 @@ class _ShapeClass:
     seen: list = field(default_factory=list)
     programs: list = field(default_factory=list)  # compiler.eager_padded.PaddedProgram
     refused: set = field(default_factory=set)  # symbolic (input, axis) sets refused
+    checked: bool = False  # an exact program of the class has run-time checks
 
 
 _SEEN_PER_CLASS = 16
@@ -59,15 +61,34 @@ _classes: LRU[tuple, _ShapeClass] = LRU(capacity=4096)
 
 
 class PaddedEntry:
-    """The cache entry of a call signature run by its shape class's padded program."""
+    """The cache entry of a call signature run by its shape class's padded program.
 
-    __slots__ = ("fresh", "padded", "scalar_dtypes")
+    It has what the compiled route reads of an ``Entry`` (``compiled._run_program``,
+    ``launch.Launch``): ``program.execute`` pads, runs and slices, so a padded call is
+    queued like any other (but never joins a fused chain: ``fusion.fusible``).
+    """
+
+    __slots__ = (
+        "checked",
+        "fresh",
+        "fresh_metas",
+        "native_metas",
+        "program",
+        "runs",
+        "scalar_dtypes",
+    )
     route = Route.PADDED
+    divisor = None
+    mutated_shapes = ()
 
-    def __init__(self, padded: Any, scalar_dtypes: tuple, fresh: tuple):
-        self.padded = padded
+    def __init__(self, padded: Any, scalar_dtypes: tuple, fresh: tuple, checked: bool):
+        self.program = PaddedRunner(padded)
         self.scalar_dtypes = scalar_dtypes
         self.fresh = fresh  # (shape, stride, dtype) of each output, in return order
+        self.fresh_metas = fresh  # all computed: none empty or undefined
+        self.native_metas = _C.output_metas(fresh)
+        self.checked = checked  # run-time checks: run synchronously, errors at the op
+        self.runs = 0
 
 
 def clear() -> None:
@@ -142,6 +163,7 @@ def saw_exact(plan: OpPlan, key: tuple, entry: Any) -> None:
     if known is None:
         known = _ShapeClass()
         _classes.put(class_key, known)
+    known.checked = known.checked or bool(entry.checked)
     if len(known.seen) < _SEEN_PER_CLASS:
         known.seen.append((shapes, entry))
 
@@ -166,7 +188,7 @@ def entry_for(plan, values, key, tensors, traceable, scalar_dtypes) -> PaddedEnt
         if values_of is None or not padded.admits(values_of):
             return None
         try:
-            return PaddedEntry(padded, scalar_dtypes, padded.output_metas(values_of))
+            return PaddedEntry(padded, scalar_dtypes, padded.output_metas(values_of), known.checked)
         except Exception:  # noqa: BLE001 - an expression it cannot evaluate: compile exactly
             return None
     if len(known.programs) >= _PROGRAMS_PER_CLASS:
@@ -189,9 +211,19 @@ def entry_for(plan, values, key, tensors, traceable, scalar_dtypes) -> PaddedEnt
             known.refused.add(_pattern(changed))
             STATS["refusals"] += 1
             return None
+        values_of = _bind(padded, shapes)
+        if (
+            values_of is None
+            or not padded.admits(values_of)
+            or [m[:1] + m[2:] for m in padded.output_metas(values_of)]
+            != [m[:1] + m[2:] for m in fresh]
+        ):  # the trace disagrees with the shape function: never padded
+            known.refused.add(_pattern(changed))
+            STATS["refusals"] += 1
+            return None
         known.programs.append(padded)
         STATS["padded_programs"] += 1
-    return PaddedEntry(padded, scalar_dtypes, fresh)
+    return PaddedEntry(padded, scalar_dtypes, fresh, known.checked)
 
 
 def _bind(padded: Any, shapes: tuple) -> dict[str, int] | None:
@@ -258,46 +290,43 @@ def _compile(plan, tensors, scalar_dtypes, changed, traced_fn, chosen) -> Any:
         return None
 
 
-class NotAdmitted(Exception):
-    """The padded program does not take this call's sizes (internal; compiled exactly)."""
+class PaddedRunner:
+    """Runs a padded program on one call's host arrays: pads, runs, slices back."""
 
+    __slots__ = ("padded",)
 
-def run_padded(plan: OpPlan, values: list, device: int, entry: PaddedEntry, inputs: list) -> Any:
-    """Run one call: ``inputs`` are its flat host arrays (tensors, then lifted scalars)."""
-    from torchneuron.compiler.buckets import BucketedFunction
+    def __init__(self, padded: Any):
+        self.padded = padded
 
-    bucket_plan = entry.padded.plan
-    true: dict[str, int] = {}
-    for position, dims in bucket_plan.tensor_inputs.items():
-        for axis, symbol in dims:
-            if (
-                true.setdefault(symbol, inputs[position].shape[axis])
-                != inputs[position].shape[axis]
-            ):
-                raise NotAdmitted()
-    if not entry.padded.admits(true):
-        raise NotAdmitted()
-    sizes = BucketedFunction(None, bucket_plan, entry.padded.admits).choose(true)
-    grown = any(sizes[s] != v for s, v in true.items())
-    STATS["padded_calls" if grown else "exact_calls"] += 1
-    call = list(inputs)
-    for position, dims in bucket_plan.tensor_inputs.items():
-        widths = [(0, 0)] * call[position].ndim
-        for axis, symbol in dims:
-            widths[axis] = (0, sizes[symbol] - true[symbol])
-        if any(w for _, w in widths):
-            call[position] = np.pad(call[position], widths)
-    for symbol in bucket_plan.mask_symbols:
-        call.append(np.arange(sizes[symbol]) < true[symbol])
-    outputs = entry.padded.program.run(call, core=device)
-    for position, dims in bucket_plan.outputs.items():
-        index = [slice(None)] * outputs[position].ndim
-        for axis, symbol in dims:
-            index[axis] = slice(0, true[symbol])
-        outputs[position] = np.ascontiguousarray(outputs[position][tuple(index)])
-    if len(outputs) != len(entry.fresh) or any(
-        tuple(o.shape) != tuple(m[0]) or o.dtype != arrays.numpy_dtype(m[2])
-        for o, m in zip(outputs, entry.fresh)
-    ):
-        raise NotAdmitted()  # never a guess: this signature compiles exactly
-    return pack_returns(plan, values, _C.device_tensors_from(outputs, entry.fresh, device))
+    @property
+    def key(self) -> str:
+        return f"padded:{self.padded.program.name}"
+
+    def execute(self, device: int, inputs: list) -> list[np.ndarray]:
+        """The outputs for ``inputs`` (the call's tensors, then its lifted scalars)."""
+        from torchneuron.compiler.buckets import BucketedFunction
+
+        padded = self.padded
+        bucket_plan = padded.plan
+        true = _bind(padded, tuple(tuple(np.shape(a)) for a in inputs))
+        if true is None or not padded.admits(true):  # entry_for checked it: never here
+            raise RuntimeError("torchneuron: a padded program was given sizes it does not take")
+        sizes = BucketedFunction(None, bucket_plan, padded.admits).choose(true)
+        grown = any(sizes[s] != v for s, v in true.items())
+        STATS["padded_calls" if grown else "exact_calls"] += 1
+        call = list(inputs)
+        for position, dims in bucket_plan.tensor_inputs.items():
+            widths = [(0, 0)] * np.ndim(call[position])
+            for axis, symbol in dims:
+                widths[axis] = (0, sizes[symbol] - true[symbol])
+            if any(w for _, w in widths):
+                call[position] = np.pad(call[position], widths)
+        for symbol in bucket_plan.mask_symbols:
+            call.append(np.arange(sizes[symbol]) < true[symbol])
+        outputs = padded.program.run(call, core=device)
+        for position, dims in bucket_plan.outputs.items():
+            index = [slice(None)] * outputs[position].ndim
+            for axis, symbol in dims:
+                index[axis] = slice(0, true[symbol])
+            outputs[position] = np.ascontiguousarray(outputs[position][tuple(index)])
+        return outputs

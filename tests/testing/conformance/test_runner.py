@@ -1,6 +1,5 @@
 """The conformance machinery itself: expectations, worker isolation, report."""
 
-
 import pytest
 
 from torchneuron.testing.conformance import expectations, report
