@@ -46,6 +46,7 @@ SCRIPT_START = time.time()
 import argparse  # noqa: E402
 import itertools  # noqa: E402
 import json  # noqa: E402
+import math  # noqa: E402
 import os  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
@@ -360,22 +361,38 @@ def section_batch_sizes(sizes: list[int]) -> None:
 
         return step
 
+    from torchneuron.compiler.buckets import AUTO_BUCKETS
+
+    def bucket(n: int) -> int:
+        return next(b for b in AUTO_BUCKETS if b >= n)
+
+    # a size whose bucket an earlier size of the list reached: the padded route
+    # (device/padded.py) runs it without compiling
+    seen_bucket = [bucket(n) in {bucket(m) for m in sizes[:i]} for i, n in enumerate(sizes)]
     figures = {}
     for device in ("neuron", "cpu"):
         step = make(device)
         warm = [step(16) for _ in range(5)]
         sightings = [[step(n) for _ in range(3)] for n in sizes]
+        new_bucket = [s[0] for s, seen in zip(sightings, seen_bucket) if not seen]
+        old_bucket = [s[0] for s, seen in zip(sightings, seen_bucket) if seen]
         figures[device] = {
             "batch 16, warm": statistics.median(warm[2:]),
             "new batch size": statistics.median(s[0] for s in sightings),
+            " in a new bucket": statistics.median(new_bucket),
+            " in a seen bucket": statistics.median(old_bucket) if old_bucket else math.nan,
             "2nd sighting": statistics.median(s[1] for s in sightings),
             "3rd sighting": statistics.median(s[2] for s in sightings),
         }
     print(f"\nb. eager MLP training step per batch size (ms, median over sizes {sizes})")
-    print(f"{'':18}{'neuron':>10}{'cpu':>10}{'neuron/cpu':>12}")
+    print(
+        f"   buckets {sorted({bucket(n) for n in sizes})}; sizes in a bucket an earlier "
+        f"size reached: {[n for n, seen in zip(sizes, seen_bucket) if seen]}"
+    )
+    print(f"{'':20}{'neuron':>10}{'cpu':>10}{'neuron/cpu':>12}")
     for name, neuron in figures["neuron"].items():
         cpu = figures["cpu"][name]
-        print(f"{name:18}{ms(neuron):>10}{ms(cpu):>10}{ratio(neuron, cpu):>12}")
+        print(f"{name:20}{ms(neuron):>10}{ms(cpu):>10}{ratio(neuron, cpu):>12}")
     n = figures["neuron"]
     print(
         f"new / repeated on neuron: {ratio(n['new batch size'], n['3rd sighting'])}; "
@@ -484,7 +501,7 @@ def main() -> None:
         print(json.dumps(child_first_step(args.child)))
         return
     sections = set(args.only.split(","))
-    sizes = [3 + 2 * i for i in range(4 if args.quick else 8)]  # 3, 5, ..., 17
+    sizes = [3 + 2 * i for i in range(5 if args.quick else 16)]  # 3, 5, ..., 33
     lengths = [17, 23, 31, 37, 43, 53, 59, 71][: 3 if args.quick else 8]
     started = time.perf_counter()
     print(

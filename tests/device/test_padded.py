@@ -98,3 +98,26 @@ def test_shape_classes_keep_the_stride_order():
     assert (
         padded.shape_class((None, (torch.float32, torch.Size([4, 6]), (12, 2), "neuron"))) is None
     )
+
+
+def test_scatter_across_the_padded_axis_is_padded_and_along_it_is_exact():
+    for n in (6, 6, 5, 7, 4):
+        generator = torch.Generator().manual_seed(n)
+        base = torch.randn(n, 5, generator=generator)
+        index = torch.randint(0, 5, (n, 2), generator=generator)
+        src = torch.randn(n, 2, generator=generator)
+        device = [t.to("neuron") for t in (base, index, src)]
+        torch.testing.assert_close(
+            device[0].scatter(1, device[1], device[2]).cpu(), base.scatter(1, index, src)
+        )
+        torch.testing.assert_close(
+            device[0].scatter_add(1, device[1], device[2]).cpu(),
+            base.scatter_add(1, index, src),
+        )
+        # along the changing axis: rows move by data, never padded
+        rows = torch.randint(0, n, (2, 5), generator=generator)
+        torch.testing.assert_close(
+            device[0].scatter_add(0, rows.to("neuron"), device[0][:2]).cpu(),
+            base.scatter_add(0, rows, base[:2]),
+        )
+    assert padded.stats()["padded_calls"] > 0

@@ -353,6 +353,26 @@ class TagRules:
                 raise BucketRefused(f"{describe(node)}: index laid out differently")
         self.tags[node] = index_tags
 
+    def _scatter(self, node) -> None:
+        # Each index position writes into the same position of the result along every
+        # dimension but ``axis``: positions stay independent unless ``axis`` is padded,
+        # or the index (or the values it reads) is padded where the result is not.
+        source, axis, index = node.args[0], node.args[1], node.args[2]
+        tags, index_tags = self.tags[source], self.tags[index]
+        axis %= len(tags)
+        if tags[axis] is not None or index_tags[axis] is not None:
+            raise self._refuse_along(node, "scatters by data")
+        values = node.args[3] if len(node.args) > 3 else None
+        value_tags = self.tags[values] if isinstance(values, torch.fx.Node) else None
+        for d, (t, u) in enumerate(zip(tags, index_tags)):
+            if d == axis:
+                continue
+            if u is not None and u != t:
+                raise BucketRefused(f"{describe(node)}: index laid out differently")
+            if value_tags is not None and value_tags[d] != u:
+                raise BucketRefused(f"{describe(node)}: values laid out differently")
+        self.tags[node] = tuple(tags)
+
     def _layer_norm(self, node) -> None:
         tags = self.tags[node.args[0]]
         count = len(node.args[1])
@@ -398,6 +418,9 @@ RULES = {
     aten.embedding.default: TagRules._embedding,
     aten.index_select.default: TagRules._index_select,
     aten.gather.default: TagRules._gather,
+    aten.scatter.value: TagRules._scatter,
+    aten.scatter.src: TagRules._scatter,
+    aten.scatter_add.default: TagRules._scatter,
     aten.native_layer_norm.default: TagRules._layer_norm,
     torch.ops.torchneuron.check.default: TagRules._check,
 }

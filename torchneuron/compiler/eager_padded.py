@@ -148,7 +148,7 @@ def _trace_symbolic(op_name, specs, dynamic, traced_fn) -> torch.fx.GraphModule:
     fakes = []
     for spec, axes in zip(specs, dynamic):
         kinds = [
-            DimDynamic.DYNAMIC if a in axes else DimDynamic.STATIC for a in range(len(spec.shape))
+            DimDynamic.DUCK if a in axes else DimDynamic.STATIC for a in range(len(spec.shape))
         ]
         real = torch.empty_strided(spec.shape, spec.stride, dtype=spec.dtype, device="cpu")
         fakes.append(

@@ -11,7 +11,8 @@ as it was (the IR stays valid).
 
 Rewrites (``index`` scalars become ``tensor<i64>``):
 
-- ``arith.constant dense<..> : tensor<..>`` -> ``stablehlo.constant``
+- ``arith.constant dense<..> : tensor<..>`` -> ``stablehlo.constant`` (an index
+  tensor's as ``tensor<..xi64>``, which its StableHLO users read instead)
 - ``arith.constant c : index|iN|fN`` -> ``stablehlo.constant dense<c> : tensor<..>``
 - ``tensor.dim x, c`` -> constant (static dim) or ``convert(get_dimension_size(x, c))``
 - ``arith.index_cast|extsi|trunci v`` -> ``convert(v)``
@@ -170,6 +171,19 @@ class _ShapeArithmetic:
         splat = ir.DenseElementsAttr.get_splat(tensor_type, value)
         constant = self.emit("stablehlo.constant", [], tensor_type, {"value": splat}, before=op)
         self.record(op, constant, "scalar-constant")
+
+    # arith.constant dense<..> : tensor<Nxindex> -> stablehlo.constant dense<..> : tensor<Nxi64>
+    # (StableHLO has no index tensors; its users read the i64 tensor instead)
+    def rewrite_index_constant(self, op: ir.Operation) -> None:
+        tensor_type = ir.RankedTensorType(op.results[0].type)
+        values = ir.DenseIntElementsAttr(op.attributes["value"])
+        i64 = ir.IntegerType.get_signless(64)
+        attr = ir.DenseElementsAttr.get(
+            np.array([int(values[i]) for i in range(len(values))], dtype=np.int64),
+            type=ir.RankedTensorType.get(list(tensor_type.shape), i64),
+        )
+        constant = self.emit("stablehlo.constant", [], attr.type, {"value": attr}, before=op)
+        self.record(op, constant, "index-constant")
 
     # tensor.dim x, c -> constant | convert(get_dimension_size(x, c))
     def rewrite_dim(self, op: ir.Operation) -> None:
@@ -360,6 +374,9 @@ class LegalizeToStablehlo(Pass):
         shape_arithmetic = _ShapeArithmetic(ctx)
         for op in ops_in_program_order(module.operation):
             if op.name == "arith.constant" and isinstance(op.results[0].type, ir.RankedTensorType):
+                if isinstance(ir.RankedTensorType(op.results[0].type).element_type, ir.IndexType):
+                    shape_arithmetic.rewrite_index_constant(op)
+                    continue
                 # arith.constant dense<..> : tensor<..> -> stablehlo.constant dense<..>
                 replacement = create_constant(op.attributes["value"], before=op)
                 replace_op(op, [replacement])
