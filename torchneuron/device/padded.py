@@ -3,9 +3,11 @@
 A compiled op is keyed by its call signature, shapes included, so every new batch
 size used to trace, lower and compile each op of a step again (~90 ms an op). Here
 an op's signatures are grouped into *shape classes* (the signature with each
-tensor's shape reduced to its rank). The first shape of a class compiles exactly, as
-before; when a second shape of the class arrives, the sizes that changed become
-symbolic and the op is compiled once as a padded program
+tensor's shape reduced to its rank and layout order). The first shapes of a class
+compile exactly, as before. Once a shape of the class has run twice (so two shapes
+seen in one step, another layer's, do not count as a change), a new shape is
+measured against the closest such shape: the sizes that changed become symbolic (equal
+ones share a symbol) and the op is compiled once as a padded program
 (``compiler/eager_padded.py``: the bucket analysis proves padding exact, reductions
 over padded positions are masked). From then on a call of the class pads its inputs
 with zeros up to the next bucket of ``TORCHNEURON_BUCKETS`` (``auto`` by default: 1,
@@ -14,9 +16,10 @@ and slices the outputs back: a size inside a bucket seen before compiles nothing
 new bucket specializes the program (XLA's compile only).
 
 Not padded (each size compiles exactly, as before): ops that write into an argument
-(in-place, ``out=``), non-contiguous or listed tensor inputs, integer divisions,
-programs with run-time checks, outputs that are not new contiguous tensors, and
-whatever the bucket analysis refuses. A call whose sizes the padded program does not
+(in-place, ``out=``), listed tensor inputs or tensors with gaps or overlaps, integer
+divisions, outputs that are not new contiguous tensors, sizes 0 and 1, and whatever
+the bucket analysis or the dynamic lowering refuses. Run-time checks (an index out of
+range) stay in the padded program: the bucket mask keeps padded positions out of them. A call whose sizes the padded program does not
 admit (its guards, a size beyond the last bucket) compiles exactly too. Padded calls
 are queued like exact ones (synchronous where the op has run-time checks) but never
 join the fuser's chains.
@@ -36,8 +39,7 @@ from torchneuron.device.plan import OpPlan, Route
 from torchneuron.lru import LRU
 
 # padded_programs: ops compiled padded; refusals: shape classes that compile each size;
-# padded_calls / exact_calls: calls run by a padded program at a larger / their own size;
-# specializations: new buckets compiled
+# padded_calls / exact_calls: calls run by a padded program at a larger / their own size
 STATS = Counters("padded_programs", "refusals", "padded_calls", "exact_calls")
 reset_stats = STATS.reset
 stats = STATS.snapshot
@@ -103,8 +105,8 @@ def buckets() -> tuple[int, ...] | None:
 
 
 def shape_class(key: tuple) -> tuple[tuple, tuple[tuple[int, ...], ...]] | None:
-    """(the signature with shapes reduced to ranks, the shapes), or None when the
-    signature has a non-contiguous or listed tensor (never padded)."""
+    """(the signature with shapes reduced to ranks and layout orders, the shapes), or
+    None when the signature has a listed tensor or one with gaps or overlaps."""
     parts: list = []
     shapes: list[tuple[int, ...]] = []
     for part in key:
