@@ -171,8 +171,6 @@ class DynamicProgram:
         (``ShapeConstraintError`` when they break the signature), specialized once per
         shape, loaded once per shape and core, executed. Outputs that are None,
         constants or sizes are not among them (``output_positions`` says which are)."""
-        from torchneuron.runtime import load_neff
-
         shapes = tuple(tuple(int(d) for d in np.shape(a)) for a in arrays)
         for spec, array in zip(self.signature.inputs, arrays):
             dtype = numpy_dtype_name(array)
@@ -180,12 +178,18 @@ class DynamicProgram:
                 raise ShapeConstraintError(
                     f"input {spec['name']!r} is {dtype}, the dynamic program takes {spec['dtype']}"
                 )
-        compiled = self.specialize(shapes)
-        loaded = self._loaded.get((shapes, core))
+        return self.loaded(shapes, core).execute([np.asarray(a) for a in arrays])
+
+    def loaded(self, shapes: Sequence[Sequence[int]], core: int = 0):
+        """The program specialized to ``shapes`` and loaded on ``core`` (cached)."""
+        from torchneuron.runtime import load_neff
+
+        key = (tuple(tuple(int(d) for d in s) for s in shapes), core)
+        loaded = self._loaded.get(key)
         if loaded is None:
-            loaded = load_neff(compiled.neff, core)
-            self._loaded.put((shapes, core), loaded)
-        return loaded.execute([np.asarray(a) for a in arrays])
+            loaded = load_neff(self.specialize(key[0]).neff, core)
+            self._loaded.put(key, loaded)
+        return loaded
 
     def output_positions(self) -> list[int]:
         """The graph output position of each output the program computes."""

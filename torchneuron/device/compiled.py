@@ -134,7 +134,7 @@ def _new_entry(
     if complex_route.touches_complex(plan, values):
         entry: Entry | HostOnly = COMPLEX_VALUES
     else:
-        entry = _padded_entry(plan, values, key, tensors, scalars)
+        entry = _padded_entry(plan, values, key, tensors, scalars, device)
         if entry is None:
             try:
                 entry = _compile(plan, values, key, tensors, scalars, device)
@@ -145,7 +145,9 @@ def _new_entry(
     return entry
 
 
-def _padded_entry(plan: OpPlan, values: list, key: tuple, tensors: list, scalars: list):
+def _padded_entry(
+    plan: OpPlan, values: list, key: tuple, tensors: list, scalars: list, device: int
+):
     """The signature's entry on the padded route, or None (``padded.entry_for``)."""
     if plan.mutated:
         return None
@@ -154,7 +156,7 @@ def _padded_entry(plan: OpPlan, values: list, key: tuple, tensors: list, scalars
     def traceable(output_count: int) -> Callable:
         return _traceable(plan, values, len(tensors), (True,) * output_count, ())
 
-    return padded.entry_for(plan, values, key, tensors, traceable, scalar_dtypes)
+    return padded.entry_for(plan, values, key, tensors, traceable, scalar_dtypes, device)
 
 
 def _run_program(

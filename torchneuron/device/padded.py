@@ -170,13 +170,30 @@ def saw_exact(plan: OpPlan, key: tuple, entry: Any) -> None:
         known.seen.append((shapes, entry))
 
 
-def entry_for(plan, values, key, tensors, traceable, scalar_dtypes) -> PaddedEntry | None:
-    """A padded entry for a signature not seen before, or None to compile it exactly.
+def entry_for(
+    plan, values, key, tensors, traceable, scalar_dtypes, device: int
+) -> PaddedEntry | None:
+    """A padded entry for a signature not seen before, its program specialized and
+    loaded for the call's bucket on ``device``, or None to compile the signature exactly.
 
     ``traceable(output_count)`` is the call as a function of flat tensors and lifted
     scalars returning its new outputs (``compiled._traceable``); ``scalar_dtypes`` the
     lifted scalars' dtypes.
     """
+    entry = _entry_for(plan, values, key, tensors, traceable, scalar_dtypes)
+    if entry is None:
+        return None
+    shapes = tuple(tuple(t.shape) for t in tensors) + tuple(() for _ in scalar_dtypes)
+    try:
+        entry.program.prepare(shapes, device)
+    except Exception:  # noqa: BLE001 - a specialization that fails: this size compiles exactly
+        STATS["refusals"] += 1
+        return None
+    return entry
+
+
+def _entry_for(plan, values, key, tensors, traceable, scalar_dtypes) -> PaddedEntry | None:
+    """``entry_for``'s entry, its program not yet specialized for the call's bucket."""
     found = shape_class(key)
     if found is None:
         return None
@@ -304,16 +321,32 @@ class PaddedRunner:
     def key(self) -> str:
         return f"padded:{self.padded.program.name}"
 
-    def execute(self, device: int, inputs: list) -> list[np.ndarray]:
-        """The outputs for ``inputs`` (the call's tensors, then its lifted scalars)."""
+    def sizes(self, shapes: tuple) -> tuple[dict[str, int], dict[str, int]]:
+        """(each symbol's true size, its bucket) for a call's input ``shapes``."""
         from torchneuron.compiler.buckets import BucketedFunction
 
         padded = self.padded
-        bucket_plan = padded.plan
-        true = _bind(padded, tuple(tuple(np.shape(a)) for a in inputs))
+        true = _bind(padded, shapes)
         if true is None or not padded.admits(true):  # entry_for checked it: never here
             raise RuntimeError("torchneuron: a padded program was given sizes it does not take")
-        sizes = BucketedFunction(None, bucket_plan, padded.admits).choose(true)
+        return true, BucketedFunction(None, padded.plan, padded.admits).choose(true)
+
+    def prepare(self, shapes: tuple, device: int) -> None:
+        """Specialize and load the program for the bucket of ``shapes`` now, on the
+        caller's thread (a queued call then only runs it)."""
+        true, sizes = self.sizes(shapes)
+        bucket_plan = self.padded.plan
+        grown = [list(shape) for shape in shapes]
+        for position, dims in bucket_plan.tensor_inputs.items():
+            for axis, symbol in dims:
+                grown[position][axis] = sizes[symbol]
+        grown += [[sizes[symbol]] for symbol in bucket_plan.mask_symbols]
+        self.padded.program.loaded(grown, device)
+
+    def execute(self, device: int, inputs: list) -> list[np.ndarray]:
+        """The outputs for ``inputs`` (the call's tensors, then its lifted scalars)."""
+        bucket_plan = self.padded.plan
+        true, sizes = self.sizes(tuple(tuple(np.shape(a)) for a in inputs))
         grown = any(sizes[s] != v for s, v in true.items())
         STATS["padded_calls" if grown else "exact_calls"] += 1
         call = list(inputs)
@@ -325,7 +358,7 @@ class PaddedRunner:
                 call[position] = np.pad(call[position], widths)
         for symbol in bucket_plan.mask_symbols:
             call.append(np.arange(sizes[symbol]) < true[symbol])
-        outputs = padded.program.run(call, core=device)
+        outputs = self.padded.program.run(call, core=device)
         for position, dims in bucket_plan.outputs.items():
             index = [slice(None)] * outputs[position].ndim
             for axis, symbol in dims:
