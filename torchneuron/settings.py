@@ -45,7 +45,7 @@ VARIABLES: dict[str, str] = {
     XLA_THREADS: "threads of the numerics (default: every core the process may use)",
     LAUNCH_BLOCKING: "1: eager ops run synchronously, errors raised at the op (read once)",
     EAGER_FUSION: "0: eager ops are never fused into one program (default on)",
-    BUCKETS: "sizes torch.compile pads dynamic inference sizes up to: 32,64,128, auto (default) or off",
+    BUCKETS: "sizes torch.compile pads dynamic inference sizes (and eager ops their changed sizes) up to: 32,64,128, auto (default) or off",
     UPDATE_GOLDENS: "assert_golden (and tests/golden) rewrite goldens instead of failing",
     CONFORMANCE_ENTRIES: "limit tests/conformance to some OpInfo entries (names or globs)",
     CONFORMANCE_WORKERS: "worker processes of tests/conformance (default: up to 2)",
