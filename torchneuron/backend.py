@@ -37,7 +37,12 @@ from torchneuron.compiler.dynamic_functions import (
     has_symbolic_inputs,
 )
 from torchneuron.compiler.pipeline import compile_graph
-from torchneuron.device.graph_function import NeuronGraphFunction, output_device
+from torchneuron.device.graph_function import (
+    InputOutputsFunction,
+    NeuronGraphFunction,
+    output_device,
+    split_input_outputs,
+)
 from torchneuron.errors import CpuFallbackWarning, TorchNeuronError
 from torchneuron.lowering import LoweringError, decomposition_table
 from torchneuron.lowering.complex_graph import (
@@ -268,18 +273,24 @@ def _any_graph(job: GraphJob) -> bool:
 
 
 def _static(job: GraphJob):
+    # outputs that are inputs (a training forward's saved weights) are not computed
+    gm, input_outputs = split_input_outputs(job.gm)
     # AOTAutograd calls us inside its FakeTensorMode; the graph's real constant tensors
     # (lifted as weights, hashed for the cache) must be read outside it.
     with unset_fake_temporarily():
         compiled = compile_graph(
-            job.gm,
+            gm,
             job.example_inputs,
             name=job.name,
             target=job.opts.target,
             pipeline=job.opts.pipeline,
             dump_dir=job.opts.dump_dir,
         )
-    return job.run_compiled(compiled)
+    function = job.run_compiled(compiled)
+    if not input_outputs:
+        return function
+    count = compiled.output_count + len(input_outputs)
+    return InputOutputsFunction(function, input_outputs, count)
 
 
 # Every way a graph is compiled, tried in order: the first route that applies and

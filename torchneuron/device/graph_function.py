@@ -97,6 +97,111 @@ class NeuronGraphFunction:
         return np.zeros(spec["shape"], dtype=tensors.numpy_dtype(spec["dtype"]))
 
 
+# Ops whose result is a view of their first argument (the rest of their arguments
+# constants): an output made only of these from an input is that input's view.
+_VIEW_OPS = frozenset(
+    {
+        torch.ops.aten.alias.default,
+        torch.ops.aten.expand.default,
+        torch.ops.aten.permute.default,
+        torch.ops.aten.select.int,
+        torch.ops.aten.slice.Tensor,
+        torch.ops.aten.squeeze.dim,
+        torch.ops.aten.squeeze.dims,
+        torch.ops.aten.t.default,
+        torch.ops.aten.transpose.int,
+        torch.ops.aten.unsqueeze.default,
+        torch.ops.aten.view.default,
+    }
+)
+
+
+def split_input_outputs(
+    gm: torch.fx.GraphModule,
+) -> tuple[torch.fx.GraphModule, dict[int, tuple[int, tuple]]]:
+    """``gm`` without the outputs that are its inputs or views of them, and for each
+    such output position (input position, the view calls to replay on that input).
+
+    A training forward graph returns the weights it saves for the backward (GPT-2
+    124M: 340 MB of its 503 MB of outputs): a program computing them copies every
+    weight each step; returned as the inputs themselves (as Inductor does), they cost
+    nothing. ``gm`` itself when no output is such a view, or every output is.
+    """
+    placeholders = {node: i for i, node in enumerate(gm.graph.find_nodes(op="placeholder"))}
+    (output,) = gm.graph.find_nodes(op="output")
+    values = output.args[0]
+    if not isinstance(values, (tuple, list)):
+        return gm, {}
+    found: dict[int, tuple[int, tuple]] = {}
+    for position, value in enumerate(values):
+        chain = []
+        node = value
+        while (
+            isinstance(node, torch.fx.Node)
+            and node.op == "call_function"
+            and node.target in _VIEW_OPS
+            and not any(
+                isinstance(a, torch.fx.Node) for a in (*node.args[1:], *node.kwargs.values())
+            )
+        ):
+            chain.append((node.target, tuple(node.args[1:]), dict(node.kwargs)))
+            node = node.args[0]
+        if isinstance(node, torch.fx.Node) and node in placeholders:
+            traced = value.meta.get("val")
+            if isinstance(traced, torch.Tensor) and not _symbolic(traced):
+                found[position] = (placeholders[node], tuple(reversed(chain)))
+    if not found or len(found) == len(values):
+        return gm, {}
+    graph = torch.fx.Graph()
+    remap: dict[torch.fx.Node, torch.fx.Node] = {}
+    kept = None
+    for node in gm.graph.nodes:
+        if node.op == "output":
+            kept = [
+                remap[v] if isinstance(v, torch.fx.Node) else v
+                for i, v in enumerate(values)
+                if i not in found
+            ]
+            graph.output(tuple(kept))
+        else:
+            remap[node] = graph.node_copy(node, lambda n: remap[n])
+    graph.eliminate_dead_code()
+    return torch.fx.GraphModule(gm, graph), found
+
+
+def _symbolic(value: torch.Tensor) -> bool:
+    return any(not isinstance(d, int) for d in value.shape)
+
+
+class InputOutputsFunction:
+    """A graph function whose outputs that are inputs (or their views) are not computed:
+    ``inner`` computes the rest; those are the caller's own tensors, as views."""
+
+    def __init__(self, inner, views: dict[int, tuple[int, tuple]], output_count: int):
+        self.inner = inner
+        self.views = views
+        self.output_count = output_count
+
+    def __call__(self, *args):
+        computed = iter(self.inner(*args))
+        device = first_device(args, getattr(self.inner, "device", None))
+        outputs = []
+        for position in range(self.output_count):
+            view = self.views.get(position)
+            if view is None:
+                outputs.append(next(computed))
+                continue
+            index, chain = view
+            tensor = args[index]
+            for function, rest, keywords in chain:
+                tensor = function(tensor, *rest, **keywords)
+            outputs.append(tensor if tensor.device == device else tensor.to(device))
+        return outputs
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+
 # The device modules below need its native layer: imported when first needed, so that
 # importing this module (as the backend does) stays cheap.
 
