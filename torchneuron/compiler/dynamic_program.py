@@ -185,9 +185,10 @@ class DynamicProgram:
         from torchneuron.runtime import load_neff
 
         key = (tuple(tuple(int(d) for d in s) for s in shapes), core)
+        compiled = self.specialize(key[0])  # a hit counts in STATS["specialization_hits"]
         loaded = self._loaded.get(key)
         if loaded is None:
-            loaded = load_neff(self.specialize(key[0]).neff, core)
+            loaded = load_neff(compiled.neff, core)
             self._loaded.put(key, loaded)
         return loaded
 
