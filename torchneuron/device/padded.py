@@ -230,19 +230,26 @@ def _entry_for(plan, values, key, tensors, traceable, scalar_dtypes) -> PaddedEn
             known.refused.add(_pattern(changed))
             STATS["refusals"] += 1
             return None
-        values_of = _bind(padded, shapes)
-        if (
-            values_of is None
-            or not padded.admits(values_of)
-            or [m[:1] + m[2:] for m in padded.output_metas(values_of)]
-            != [m[:1] + m[2:] for m in fresh]
-        ):  # the trace disagrees with the shape function: never padded
+        if not _agrees(padded, shapes, fresh):  # the trace disagrees with the shape function
             known.refused.add(_pattern(changed))
             STATS["refusals"] += 1
             return None
         known.programs.append(padded)
         STATS["padded_programs"] += 1
     return PaddedEntry(padded, scalar_dtypes, fresh, known.checked)
+
+
+def _agrees(padded: Any, shapes: tuple, fresh: tuple) -> bool:
+    """Whether the program takes ``shapes`` and its traced output shapes and dtypes are
+    the shape function's ``fresh`` ones (an expression it cannot evaluate: no)."""
+    values = _bind(padded, shapes)
+    if values is None or not padded.admits(values):
+        return False
+    try:
+        traced = padded.output_metas(values)
+    except Exception:  # noqa: BLE001 - a size expression outside the evaluator's forms
+        return False
+    return [(m[0], m[2]) for m in traced] == [(m[0], m[2]) for m in fresh]
 
 
 def _bind(padded: Any, shapes: tuple) -> dict[str, int] | None:
