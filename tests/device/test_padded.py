@@ -121,3 +121,29 @@ def test_scatter_across_the_padded_axis_is_padded_and_along_it_is_exact():
             base.scatter_add(0, rows, base[:2]),
         )
     assert padded.stats()["padded_calls"] > 0
+
+
+def test_in_place_and_out_ops_write_the_sliced_value_back():
+    for n in (6, 6, 5, 7, 4, 8):
+        generator = torch.Generator().manual_seed(n)
+        a = torch.randn(n, 3, generator=generator)
+        b = torch.randn(n, 3, generator=generator)
+        on_device = a.to("neuron")
+        on_device.add_(b.to("neuron"), alpha=2).relu_()
+        torch.testing.assert_close(on_device.cpu(), (a + 2 * b).relu())
+        out = torch.empty(n, 3).to("neuron")
+        torch.mul(a.to("neuron"), b.to("neuron"), out=out)
+        torch.testing.assert_close(out.cpu(), a * b)
+        # a view written in place: only its rows change in the base
+        base = torch.zeros(n, 4).to("neuron")
+        base[:, 1:].add_(b.to("neuron"))
+        torch.testing.assert_close(base.cpu(), torch.cat([torch.zeros(n, 1), b], 1))
+    assert padded.stats()["padded_calls"] > 0
+
+
+def test_an_out_argument_of_another_shape_is_resized_by_the_exact_route():
+    for n in (6, 6, 5):
+        a = torch.randn(n, 3)
+        out = torch.empty(0).to("neuron")
+        torch.mul(a.to("neuron"), 2, out=out)
+        torch.testing.assert_close(out.cpu(), a * 2)

@@ -39,6 +39,7 @@ class PaddedProgram:
     admits: Callable[[dict[str, int]], bool]  # the program's ranges and guards
     traced_shapes: tuple[tuple[int, ...], ...]  # the call's shapes at the trace
     symbolic: frozenset[tuple[int, int]]  # (input position, axis) of each symbolic size
+    fresh_count: int  # the first outputs are the op's new tensors, the rest written arguments
     # each output's shape (ints, and size expressions over the symbols) and dtype
     outputs: tuple[tuple[tuple[int | str, ...], torch.dtype], ...] = ()
 
@@ -63,6 +64,7 @@ def compile_padded(
     dynamic: Sequence[set[int]],
     traced_fn: Callable[..., tuple[torch.Tensor, ...]],
     buckets: Sequence[int],
+    fresh_count: int,
     target: str | None = None,
 ) -> PaddedProgram:
     """``traced_fn`` (as for ``eager.compile_op``) traced with the axes ``dynamic[i]`` of
@@ -71,10 +73,12 @@ def compile_padded(
         from torchneuron.target.topology import topology
 
         target = topology().target
-    return in_clean_thread(lambda: _compile(op_name, specs, dynamic, traced_fn, buckets, target))
+    return in_clean_thread(
+        lambda: _compile(op_name, specs, dynamic, traced_fn, buckets, fresh_count, target)
+    )
 
 
-def _compile(op_name, specs, dynamic, traced_fn, buckets, target) -> PaddedProgram:
+def _compile(op_name, specs, dynamic, traced_fn, buckets, fresh_count, target) -> PaddedProgram:
     from torchneuron.lowering import LoweringError
 
     from .buckets import admits_of
@@ -114,6 +118,7 @@ def _compile(op_name, specs, dynamic, traced_fn, buckets, target) -> PaddedProgr
         admits_of(program.signature),
         tuple(s.shape for s in specs),
         symbolic,
+        fresh_count,
         _output_shapes(gm, op_name),
     )
 

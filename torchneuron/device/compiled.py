@@ -149,14 +149,14 @@ def _padded_entry(
     plan: OpPlan, values: list, key: tuple, tensors: list, scalars: list, device: int
 ):
     """The signature's entry on the padded route, or None (``padded.entry_for``)."""
-    if plan.mutated:
-        return None
     scalar_dtypes = tuple(_scalar_dtype(v, tensors) for v in scalars)
 
-    def traceable(output_count: int) -> Callable:
-        return _traceable(plan, values, len(tensors), (True,) * output_count, ())
+    def traceable(fresh_count: int, mutated_count: int) -> Callable:
+        computed = (True,) * fresh_count
+        return _traceable(plan, values, len(tensors), computed, (True,) * mutated_count)
 
-    return padded.entry_for(plan, values, key, tensors, traceable, scalar_dtypes, device)
+    written = list(_mutated_targets(plan, values))
+    return padded.entry_for(plan, values, key, tensors, written, traceable, scalar_dtypes, device)
 
 
 def _run_program(

@@ -15,8 +15,9 @@ with zeros up to the next bucket of ``TORCHNEURON_BUCKETS`` (``auto`` by default
 and slices the outputs back: a size inside a bucket seen before compiles nothing; a
 new bucket specializes the program (XLA's compile only).
 
-Not padded (each size compiles exactly, as before): ops that write into an argument
-(in-place, ``out=``), listed tensor inputs or tensors with gaps or overlaps, integer
+An op that writes into an argument (in-place, ``out=``) computes the new value padded
+and writes it back sliced, as an exact program does. Not padded (each size compiles
+exactly, as before): an ``out=`` argument that must be resized, listed tensor inputs or tensors with gaps or overlaps, integer
 divisions, outputs that are not new contiguous tensors, sizes 0 and 1, and whatever
 the bucket analysis or the dynamic lowering refuses. Run-time checks (an index out of
 range) stay in the padded program: the bucket mask keeps padded positions out of them. A call whose sizes the padded program does not
@@ -74,6 +75,7 @@ class PaddedEntry:
         "checked",
         "fresh",
         "fresh_metas",
+        "mutated_shapes",
         "native_metas",
         "program",
         "runs",
@@ -81,13 +83,16 @@ class PaddedEntry:
     )
     route = Route.PADDED
     divisor = None
-    mutated_shapes = ()
 
-    def __init__(self, padded: Any, scalar_dtypes: tuple, fresh: tuple, checked: bool):
+    def __init__(
+        self, padded: Any, scalar_dtypes: tuple, fresh: tuple, mutated: tuple, checked: bool
+    ):
         self.program = PaddedRunner(padded)
         self.scalar_dtypes = scalar_dtypes
-        self.fresh = fresh  # (shape, stride, dtype) of each output, in return order
+        self.fresh = fresh  # (shape, stride, dtype) of each new output, in return order
         self.fresh_metas = fresh  # all computed: none empty or undefined
+        # the shape of each argument the op writes (its shape now: never resized)
+        self.mutated_shapes = mutated
         self.native_metas = _C.output_metas(fresh)
         self.checked = checked  # run-time checks: run synchronously, errors at the op
         self.runs = 0
@@ -141,8 +146,7 @@ def _is_tensor_part(part: Any) -> bool:
 def paddable(plan: OpPlan, entry: Any) -> bool:
     """Whether a call whose exact entry is ``entry`` may later run padded."""
     return (
-        not plan.mutated
-        and getattr(entry, "route", None) is Route.COMPILED
+        getattr(entry, "route", None) is Route.COMPILED
         and entry.divisor is None
         and all(_contiguous(meta) for meta in entry.fresh)
     )
@@ -171,16 +175,18 @@ def saw_exact(plan: OpPlan, key: tuple, entry: Any) -> None:
 
 
 def entry_for(
-    plan, values, key, tensors, traceable, scalar_dtypes, device: int
+    plan, values, key, tensors, written, traceable, scalar_dtypes, device: int
 ) -> PaddedEntry | None:
     """A padded entry for a signature not seen before, its program specialized and
     loaded for the call's bucket on ``device``, or None to compile the signature exactly.
 
-    ``traceable(output_count)`` is the call as a function of flat tensors and lifted
-    scalars returning its new outputs (``compiled._traceable``); ``scalar_dtypes`` the
+    ``written`` are the arguments the call writes (in-place, ``out=``), in output
+    order; ``traceable(fresh_count, mutated_count)`` is the call as a function of flat tensors
+    and lifted scalars returning its new outputs, then the values of the arguments it
+    writes (``compiled._traceable``); ``scalar_dtypes`` the
     lifted scalars' dtypes.
     """
-    entry = _entry_for(plan, values, key, tensors, traceable, scalar_dtypes)
+    entry = _entry_for(plan, values, key, tensors, written, traceable, scalar_dtypes)
     if entry is None:
         return None
     shapes = tuple(tuple(t.shape) for t in tensors) + tuple(() for _ in scalar_dtypes)
@@ -192,7 +198,7 @@ def entry_for(
     return entry
 
 
-def _entry_for(plan, values, key, tensors, traceable, scalar_dtypes) -> PaddedEntry | None:
+def _entry_for(plan, values, key, tensors, written, traceable, scalar_dtypes) -> PaddedEntry | None:
     """``entry_for``'s entry, its program not yet specialized for the call's bucket."""
     found = shape_class(key)
     if found is None:
@@ -201,15 +207,22 @@ def _entry_for(plan, values, key, tensors, traceable, scalar_dtypes) -> PaddedEn
     known = _classes.get(class_key)
     if known is None or buckets() is None:
         return None
+    if not all(isinstance(t, torch.Tensor) for t in written):
+        return None  # a written position holding something else: never padded
+    targets = [tuple(t.shape) for t in written]
     padded = next((p for p in known.programs if _takes(p, shapes)), None)
     if padded is not None:  # the output shapes are the trace's, no shape function
         values_of = _bind(padded, shapes)
         if values_of is None or not padded.admits(values_of):
             return None
         try:
-            return PaddedEntry(padded, scalar_dtypes, padded.output_metas(values_of), known.checked)
+            metas = padded.output_metas(values_of)
         except Exception:  # noqa: BLE001 - an expression it cannot evaluate: compile exactly
             return None
+        fresh, written = metas[: padded.fresh_count], metas[padded.fresh_count :]
+        if [tuple(m[0]) for m in written] != targets:
+            return None  # an out= argument to resize: the exact route does that
+        return PaddedEntry(padded, scalar_dtypes, fresh, tuple(targets), known.checked)
     if len(known.programs) >= _PROGRAMS_PER_CLASS:
         return None
     from torchneuron.device.shapes import MetaRejected, MetaUnavailable, output_metadata
@@ -219,29 +232,33 @@ def _entry_for(plan, values, key, tensors, traceable, scalar_dtypes) -> PaddedEn
         if changed is None:
             return None
     try:
-        fresh, _ = output_metadata(plan, values)
+        fresh, mutated = output_metadata(plan, values)
     except (MetaUnavailable, MetaRejected):
         return None
     if not all(_contiguous(meta) and 0 not in meta[0] for meta in fresh):
         return None
+    if [tuple(shape) for shape in mutated] != targets or any(0 in shape for shape in targets):
+        return None  # a resized or empty written argument: the exact route
     if padded is None:
-        padded = _compile(plan, tensors, scalar_dtypes, changed, traceable(len(fresh)), buckets())
+        traced = traceable(len(fresh), len(targets))
+        padded = _compile(plan, tensors, scalar_dtypes, changed, traced, buckets(), len(fresh))
         if padded is None:
             known.refused.add(_pattern(changed))
             STATS["refusals"] += 1
             return None
-        if not _agrees(padded, shapes, fresh):  # the trace disagrees with the shape function
+        if not _agrees(padded, shapes, fresh, targets):  # the trace and the shape function differ
             known.refused.add(_pattern(changed))
             STATS["refusals"] += 1
             return None
         known.programs.append(padded)
         STATS["padded_programs"] += 1
-    return PaddedEntry(padded, scalar_dtypes, fresh, known.checked)
+    return PaddedEntry(padded, scalar_dtypes, fresh, tuple(targets), known.checked)
 
 
-def _agrees(padded: Any, shapes: tuple, fresh: tuple) -> bool:
-    """Whether the program takes ``shapes`` and its traced output shapes and dtypes are
-    the shape function's ``fresh`` ones (an expression it cannot evaluate: no)."""
+def _agrees(padded: Any, shapes: tuple, fresh: tuple, targets: list) -> bool:
+    """Whether the program takes ``shapes`` and its traced outputs are the shape
+    function's: ``fresh`` new ones (shapes and dtypes), then the written arguments'
+    ``targets`` shapes (an expression it cannot evaluate: no)."""
     values = _bind(padded, shapes)
     if values is None or not padded.admits(values):
         return False
@@ -249,7 +266,10 @@ def _agrees(padded: Any, shapes: tuple, fresh: tuple) -> bool:
         traced = padded.output_metas(values)
     except Exception:  # noqa: BLE001 - a size expression outside the evaluator's forms
         return False
-    return [(m[0], m[2]) for m in traced] == [(m[0], m[2]) for m in fresh]
+    count = len(fresh)
+    return [(tuple(m[0]), m[2]) for m in traced[:count]] == [
+        (tuple(m[0]), m[2]) for m in fresh
+    ] and [tuple(m[0]) for m in traced[count:]] == targets
 
 
 def _bind(padded: Any, shapes: tuple) -> dict[str, int] | None:
@@ -303,7 +323,7 @@ def _closest_change(known: _ShapeClass, shapes: tuple) -> list[set[int]] | None:
     return changed
 
 
-def _compile(plan, tensors, scalar_dtypes, changed, traced_fn, chosen) -> Any:
+def _compile(plan, tensors, scalar_dtypes, changed, traced_fn, chosen, fresh_count) -> Any:
     from torchneuron.compiler import eager
     from torchneuron.compiler.eager_padded import PaddingRefused, compile_padded
 
@@ -311,7 +331,7 @@ def _compile(plan, tensors, scalar_dtypes, changed, traced_fn, chosen) -> Any:
     specs += [eager.TensorSpec((), (), arrays.torch_dtype(d)) for d in scalar_dtypes]
     dynamic = [*changed, *(set() for _ in scalar_dtypes)]
     try:
-        return compile_padded(plan.name, specs, dynamic, traced_fn, chosen)
+        return compile_padded(plan.name, specs, dynamic, traced_fn, chosen, fresh_count)
     except PaddingRefused:
         return None
 
