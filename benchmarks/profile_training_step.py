@@ -19,7 +19,10 @@ the package is edited). Then cProfile over a few steps, and eager CPU / Inductor
 steps in the same process for reference. The machine is noisy: each figure is the
 median over the timed steps, single-threaded.
 
-    python benchmarks/profile_training_step.py [--steps 20] [--no-inductor]
+    python benchmarks/profile_training_step.py [--steps 20] [--no-inductor] [--model gpt2]
+
+``--model gpt2`` profiles transformers' GPT-2 124M instead (``GPT2LMHeadModel(GPT2Config())``,
+dropout 0, batch 1x128; ``pip install -e '.[bench]'``).
 """
 
 from __future__ import annotations
@@ -41,13 +44,45 @@ os.environ.setdefault("TORCHNEURON_CACHE_DIR", tempfile.mkdtemp(prefix="torchneu
 
 import numpy as np
 import torch
-from gpt_stack import make_inputs, make_model
+from gpt_stack import make_inputs as stack_inputs
+from gpt_stack import make_model as stack_model
 from gpt_stack import train_step_timed as gpt_train_step
 
 import torchneuron  # noqa: F401  (registers the backend)
 from torchneuron import backend
 from torchneuron.runtime import executor as executor_module
 from torchneuron.runtime import loaded_neff
+
+# -- the model ------------------------------------------------------------------
+
+MODEL = {"name": "stack"}  # set from --model before anything is built
+
+
+class _GPT2WithLoss(torch.nn.Module):
+    """GPT-2 124M as ``fn(tokens, targets) -> loss`` (the stack's calling convention)."""
+
+    def __init__(self):
+        super().__init__()
+        from transformers import GPT2Config, GPT2LMHeadModel
+
+        config = GPT2Config(resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+        self.lm = GPT2LMHeadModel(config)
+
+    def forward(self, tokens, targets):
+        return self.lm(input_ids=tokens, labels=targets).loss
+
+
+def make_model():
+    torch.manual_seed(0)
+    return _GPT2WithLoss() if MODEL["name"] == "gpt2" else stack_model()
+
+
+def make_inputs():
+    if MODEL["name"] == "gpt2":
+        tokens = torch.randint(0, 50257, (1, 128), generator=torch.Generator().manual_seed(1))
+        return tokens, tokens
+    return stack_inputs()
+
 
 # -- instrumentation ------------------------------------------------------------
 
@@ -183,7 +218,9 @@ def main():
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--no-inductor", action="store_true")
     parser.add_argument("--profile-steps", type=int, default=5)
+    parser.add_argument("--model", choices=("stack", "gpt2"), default="stack")
     args = parser.parse_args()
+    MODEL["name"] = args.model
     torch.set_num_threads(1)
     install_instrumentation()
     tokens, targets = make_inputs()
