@@ -45,16 +45,14 @@ class PaddedProgram:
 
     def output_metas(self, values: dict[str, int]) -> tuple[tuple, ...]:
         """(shape, contiguous stride, dtype) of each output for the symbols' ``values``."""
+        from torch._prims_common import make_contiguous_strides_for
+
         from .dynamic_signature import evaluate
 
         metas = []
         for dims, dtype in self.outputs:
             shape = tuple(d if isinstance(d, int) else evaluate(d, values) for d in dims)
-            stride, step = [], 1
-            for size in reversed(shape):
-                stride.append(step)
-                step *= max(size, 1)
-            metas.append((shape, tuple(reversed(stride)), dtype))
+            metas.append((shape, tuple(make_contiguous_strides_for(shape)), dtype))
         return tuple(metas)
 
 

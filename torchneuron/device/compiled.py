@@ -140,7 +140,7 @@ def _new_entry(
                 entry = _compile(plan, values, key, tensors, scalars, device)
             except MetaRejected as rejection:
                 return HostOnly(rejection.reason, Route.REJECTED)
-            padded.saw_exact(plan, key, entry)
+            padded.saw_exact(key, entry)
     cache.put(key, entry)
     return entry
 

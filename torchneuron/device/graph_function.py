@@ -154,17 +154,9 @@ def split_input_outputs(
         return gm, {}
     graph = torch.fx.Graph()
     remap: dict[torch.fx.Node, torch.fx.Node] = {}
-    kept = None
-    for node in gm.graph.nodes:
-        if node.op == "output":
-            kept = [
-                remap[v] if isinstance(v, torch.fx.Node) else v
-                for i, v in enumerate(values)
-                if i not in found
-            ]
-            graph.output(tuple(kept))
-        else:
-            remap[node] = graph.node_copy(node, lambda n: remap[n])
+    graph.graph_copy(gm.graph, remap)  # every node but the output, mapped in remap
+    kept = [v for i, v in enumerate(values) if i not in found]
+    graph.output(tuple(remap[v] if isinstance(v, torch.fx.Node) else v for v in kept))
     graph.eliminate_dead_code()
     return torch.fx.GraphModule(gm, graph), found
 

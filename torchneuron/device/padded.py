@@ -33,10 +33,11 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch._prims_common import make_contiguous_strides_for
 
 from torchneuron.counters import Counters
 from torchneuron.device import _C, arrays
-from torchneuron.device.plan import OpPlan, Route
+from torchneuron.device.plan import Route
 from torchneuron.lru import LRU
 
 # padded_programs: ops compiled padded; refusals: shape classes that compile each size;
@@ -143,7 +144,7 @@ def _is_tensor_part(part: Any) -> bool:
     return isinstance(part, tuple) and len(part) == 4 and isinstance(part[1], torch.Size)
 
 
-def paddable(plan: OpPlan, entry: Any) -> bool:
+def paddable(entry: Any) -> bool:
     """Whether a call whose exact entry is ``entry`` may later run padded."""
     return (
         getattr(entry, "route", None) is Route.COMPILED
@@ -156,13 +157,13 @@ def _contiguous(meta: tuple | None) -> bool:
     if meta is None:
         return False
     shape, stride, _ = meta
-    return tuple(stride) == tuple(torch.empty(shape, device="meta").stride())
+    return tuple(stride) == tuple(make_contiguous_strides_for(shape))
 
 
-def saw_exact(plan: OpPlan, key: tuple, entry: Any) -> None:
+def saw_exact(key: tuple, entry: Any) -> None:
     """Record the first shapes of ``key``'s class (its exact entry was just compiled)."""
     found = shape_class(key)
-    if found is None or not paddable(plan, entry):
+    if found is None or not paddable(entry):
         return
     class_key, shapes = found
     known = _classes.get(class_key)
@@ -180,11 +181,10 @@ def entry_for(
     """A padded entry for a signature not seen before, its program specialized and
     loaded for the call's bucket on ``device``, or None to compile the signature exactly.
 
-    ``written`` are the arguments the call writes (in-place, ``out=``), in output
-    order; ``traceable(fresh_count, mutated_count)`` is the call as a function of flat tensors
+    ``written`` are the arguments the call writes (in-place, ``out=``), in output order;
+    ``traceable(fresh_count, mutated_count)`` is the call as a function of flat tensors
     and lifted scalars returning its new outputs, then the values of the arguments it
-    writes (``compiled._traceable``); ``scalar_dtypes`` the
-    lifted scalars' dtypes.
+    writes (``compiled._traceable``); ``scalar_dtypes`` the lifted scalars' dtypes.
     """
     entry = _entry_for(plan, values, key, tensors, written, traceable, scalar_dtypes)
     if entry is None:
@@ -212,25 +212,20 @@ def _entry_for(plan, values, key, tensors, written, traceable, scalar_dtypes) ->
     targets = [tuple(t.shape) for t in written]
     padded = next((p for p in known.programs if _takes(p, shapes)), None)
     if padded is not None:  # the output shapes are the trace's, no shape function
-        values_of = _bind(padded, shapes)
-        if values_of is None or not padded.admits(values_of):
+        metas = _traced_metas(padded, shapes)
+        if metas is None:
             return None
-        try:
-            metas = padded.output_metas(values_of)
-        except Exception:  # noqa: BLE001 - an expression it cannot evaluate: compile exactly
-            return None
-        fresh, written = metas[: padded.fresh_count], metas[padded.fresh_count :]
-        if [tuple(m[0]) for m in written] != targets:
+        fresh, writes = metas[: padded.fresh_count], metas[padded.fresh_count :]
+        if [tuple(m[0]) for m in writes] != targets:
             return None  # an out= argument to resize: the exact route does that
         return PaddedEntry(padded, scalar_dtypes, fresh, tuple(targets), known.checked)
     if len(known.programs) >= _PROGRAMS_PER_CLASS:
         return None
+    changed = _closest_change(known, shapes)
+    if changed is None:
+        return None
     from torchneuron.device.shapes import MetaRejected, MetaUnavailable, output_metadata
 
-    if padded is None:
-        changed = _closest_change(known, shapes)
-        if changed is None:
-            return None
     try:
         fresh, mutated = output_metadata(plan, values)
     except (MetaUnavailable, MetaRejected):
@@ -239,32 +234,36 @@ def _entry_for(plan, values, key, tensors, written, traceable, scalar_dtypes) ->
         return None
     if [tuple(shape) for shape in mutated] != targets or any(0 in shape for shape in targets):
         return None  # a resized or empty written argument: the exact route
-    if padded is None:
-        traced = traceable(len(fresh), len(targets))
-        padded = _compile(plan, tensors, scalar_dtypes, changed, traced, buckets(), len(fresh))
-        if padded is None:
-            known.refused.add(_pattern(changed))
-            STATS["refusals"] += 1
-            return None
-        if not _agrees(padded, shapes, fresh, targets):  # the trace and the shape function differ
-            known.refused.add(_pattern(changed))
-            STATS["refusals"] += 1
-            return None
-        known.programs.append(padded)
-        STATS["padded_programs"] += 1
+    traced = traceable(len(fresh), len(targets))
+    padded = _compile(plan, tensors, scalar_dtypes, changed, traced, buckets(), len(fresh))
+    if padded is None or not _agrees(padded, shapes, fresh, targets):
+        # refused, or the trace and the shape function differ: never padded
+        known.refused.add(_pattern(changed))
+        STATS["refusals"] += 1
+        return None
+    known.programs.append(padded)
+    STATS["padded_programs"] += 1
     return PaddedEntry(padded, scalar_dtypes, fresh, tuple(targets), known.checked)
+
+
+def _traced_metas(padded: Any, shapes: tuple) -> tuple | None:
+    """The program's output metas for ``shapes`` from its trace, or None when it does
+    not take them (a broken tie or guard, an expression the evaluator cannot read)."""
+    values = _bind(padded, shapes)
+    if values is None or not padded.admits(values):
+        return None
+    try:
+        return padded.output_metas(values)
+    except Exception:  # noqa: BLE001 - a size expression outside the evaluator's forms
+        return None
 
 
 def _agrees(padded: Any, shapes: tuple, fresh: tuple, targets: list) -> bool:
     """Whether the program takes ``shapes`` and its traced outputs are the shape
     function's: ``fresh`` new ones (shapes and dtypes), then the written arguments'
-    ``targets`` shapes (an expression it cannot evaluate: no)."""
-    values = _bind(padded, shapes)
-    if values is None or not padded.admits(values):
-        return False
-    try:
-        traced = padded.output_metas(values)
-    except Exception:  # noqa: BLE001 - a size expression outside the evaluator's forms
+    ``targets`` shapes."""
+    traced = _traced_metas(padded, shapes)
+    if traced is None:
         return False
     count = len(fresh)
     return [(tuple(m[0]), m[2]) for m in traced[:count]] == [
@@ -337,9 +336,13 @@ def _compile(plan, tensors, scalar_dtypes, changed, traced_fn, chosen, fresh_cou
 
 
 class PaddedRunner:
-    """Runs a padded program on one call's host arrays: pads, runs, slices back."""
+    """Runs a padded program on one call signature's host arrays: pads, runs, slices back.
 
-    __slots__ = ("padded",)
+    A signature's shapes are fixed, so ``prepare`` works out once what every call
+    needs (the symbols' true sizes, the padding, the masks, the loaded program).
+    """
+
+    __slots__ = ("loaded", "masks", "padded", "slices", "widths")
 
     def __init__(self, padded: Any):
         self.padded = padded
@@ -348,47 +351,46 @@ class PaddedRunner:
     def key(self) -> str:
         return f"padded:{self.padded.program.name}"
 
-    def sizes(self, shapes: tuple) -> tuple[dict[str, int], dict[str, int]]:
-        """(each symbol's true size, its bucket) for a call's input ``shapes``."""
-        from torchneuron.compiler.buckets import BucketedFunction
-
-        padded = self.padded
-        true = _bind(padded, shapes)
-        if true is None or not padded.admits(true):  # entry_for checked it: never here
-            raise RuntimeError("torchneuron: a padded program was given sizes it does not take")
-        return true, BucketedFunction(None, padded.plan, padded.admits).choose(true)
-
     def prepare(self, shapes: tuple, device: int) -> None:
         """Specialize and load the program for the bucket of ``shapes`` now, on the
         caller's thread (a queued call then only runs it)."""
-        true, sizes = self.sizes(shapes)
-        bucket_plan = self.padded.plan
+        from torchneuron.compiler.buckets import BucketedFunction
+
+        padded = self.padded
+        bucket_plan = padded.plan
+        true = _bind(padded, shapes)
+        if true is None or not padded.admits(true):  # entry_for checked it: never here
+            raise RuntimeError("torchneuron: a padded program was given sizes it does not take")
+        sizes = BucketedFunction(None, bucket_plan, padded.admits).choose(true)
+        self.widths = {}
         grown = [list(shape) for shape in shapes]
         for position, dims in bucket_plan.tensor_inputs.items():
+            widths = [(0, 0)] * len(shapes[position])
             for axis, symbol in dims:
+                widths[axis] = (0, sizes[symbol] - true[symbol])
                 grown[position][axis] = sizes[symbol]
-        grown += [[sizes[symbol]] for symbol in bucket_plan.mask_symbols]
-        self.padded.program.loaded(grown, device)
+            if any(w for _, w in widths):
+                self.widths[position] = widths
+        self.masks = [np.arange(sizes[s]) < true[s] for s in bucket_plan.mask_symbols]
+        grown += [list(mask.shape) for mask in self.masks]
+        self.slices = {
+            position: {axis: true[symbol] for axis, symbol in dims}
+            for position, dims in bucket_plan.outputs.items()
+        }
+        self.loaded = padded.program.loaded(grown, device)
 
     def execute(self, device: int, inputs: list) -> list[np.ndarray]:
         """The outputs for ``inputs`` (the call's tensors, then its lifted scalars)."""
-        bucket_plan = self.padded.plan
-        true, sizes = self.sizes(tuple(tuple(np.shape(a)) for a in inputs))
-        grown = any(sizes[s] != v for s, v in true.items())
-        STATS["padded_calls" if grown else "exact_calls"] += 1
-        call = list(inputs)
-        for position, dims in bucket_plan.tensor_inputs.items():
-            widths = [(0, 0)] * np.ndim(call[position])
-            for axis, symbol in dims:
-                widths[axis] = (0, sizes[symbol] - true[symbol])
-            if any(w for _, w in widths):
-                call[position] = np.pad(call[position], widths)
-        for symbol in bucket_plan.mask_symbols:
-            call.append(np.arange(sizes[symbol]) < true[symbol])
-        outputs = self.padded.program.run(call, core=device)
-        for position, dims in bucket_plan.outputs.items():
-            index = [slice(None)] * outputs[position].ndim
-            for axis, symbol in dims:
-                index[axis] = slice(0, true[symbol])
-            outputs[position] = np.ascontiguousarray(outputs[position][tuple(index)])
+        STATS["padded_calls" if self.widths else "exact_calls"] += 1
+        call = [
+            np.pad(array, self.widths[i]) if i in self.widths else np.asarray(array)
+            for i, array in enumerate(inputs)
+        ]
+        outputs = self.loaded.execute(call + self.masks)
+        for position, sizes in self.slices.items():
+            index = tuple(
+                slice(0, sizes[a]) if a in sizes else slice(None)
+                for a in range(outputs[position].ndim)
+            )
+            outputs[position] = np.ascontiguousarray(outputs[position][index])
         return outputs
