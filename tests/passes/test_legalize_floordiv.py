@@ -4,13 +4,8 @@ StableHLO that refinement folds to Python's value, for operands of either sign."
 from __future__ import annotations
 
 import pytest
-from torch_mlir import ir
-from torch_mlir.passmanager import PassManager as UpstreamPassManager
 
-from torchneuron.compiler import stages
-from torchneuron.compiler.dynamic_program import _settle
-from torchneuron.passes import PassContext, PassManager
-from torchneuron.passes.upstream import _register_stablehlo_passes
+from tests.passes.shape_arithmetic import legalized, refined
 
 PROGRAM = """
 func.func @main(%arg0: tensor<?xf32>) -> tensor<?xi64> {{
@@ -42,16 +37,7 @@ func.func @main(%arg0: tensor<?xf32>) -> tensor<?xi64> {{
     ],
 )
 def test_floor_division_of_sizes_folds_to_pythons_value(length, offset, divisor, plus):
-    _register_stablehlo_passes()
-    text = PROGRAM.format(offset=offset, divisor=divisor, plus=plus)
-    module = ir.Module.parse(text, stages.make_context())
-    PassManager.from_pipeline("legalize-to-stablehlo").run(module, PassContext())
+    module = legalized(PROGRAM.format(offset=offset, divisor=divisor, plus=plus))
     assert "arith." not in str(module)
-    UpstreamPassManager.parse(
-        f"builtin.module(stablehlo-refine-arguments{{types=tensor<{length}xf32>}},"
-        "stablehlo-refine-shapes)",
-        context=module.context,
-    ).run(module.operation)
-    _settle(module)
     expected = (length - offset) // divisor + plus
-    assert f"-> tensor<{expected}xi64>" in str(module)
+    assert f"-> tensor<{expected}xi64>" in refined(module, f"tensor<{length}xf32>")

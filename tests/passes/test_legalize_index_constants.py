@@ -5,13 +5,8 @@ right size."""
 from __future__ import annotations
 
 import pytest
-from torch_mlir import ir
-from torch_mlir.passmanager import PassManager as UpstreamPassManager
 
-from torchneuron.compiler import stages
-from torchneuron.compiler.dynamic_program import _settle
-from torchneuron.passes import PassContext, PassManager
-from torchneuron.passes.upstream import _register_stablehlo_passes
+from tests.passes.shape_arithmetic import legalized, refined
 
 PROGRAM = """
 func.func @main(%arg0: tensor<?x4xf32>) -> tensor<?x?xf32> {
@@ -29,16 +24,8 @@ func.func @main(%arg0: tensor<?x4xf32>) -> tensor<?x?xf32> {
 
 @pytest.mark.parametrize("rows", [3, 7])
 def test_index_tensor_constants_become_i64_constants(rows):
-    _register_stablehlo_passes()
-    module = ir.Module.parse(PROGRAM, stages.make_context())
-    PassManager.from_pipeline("legalize-to-stablehlo", verify=True).run(module, PassContext())
+    module = legalized(PROGRAM)
     text = str(module)
     assert "arith." not in text and "xindex>" not in text.split("real_dynamic_slice")[1]
     assert "dense<[1, 0]> : tensor<2xi64>" in text
-    UpstreamPassManager.parse(
-        f"builtin.module(stablehlo-refine-arguments{{types=tensor<{rows}x4xf32>}},"
-        "stablehlo-refine-shapes)",
-        context=module.context,
-    ).run(module.operation)
-    _settle(module)
-    assert f"-> tensor<{rows - 1}x2xf32>" in str(module)
+    assert f"-> tensor<{rows - 1}x2xf32>" in refined(module, f"tensor<{rows}x4xf32>")
