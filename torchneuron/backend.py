@@ -19,7 +19,7 @@ import hashlib
 import itertools
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -40,7 +40,9 @@ from torchneuron.compiler.pipeline import compile_graph
 from torchneuron.device.graph_function import (
     InputOutputsFunction,
     NeuronGraphFunction,
+    PermutedInputsFunction,
     output_device,
+    permute_dense_inputs,
     split_input_outputs,
 )
 from torchneuron.errors import CpuFallbackWarning, TorchNeuronError
@@ -153,12 +155,15 @@ def _dynamo_graph_key(gm: torch.fx.GraphModule, example_inputs, opts) -> str | N
 
 def _compile_dynamo_graph(gm: torch.fx.GraphModule, example_inputs, opts):
     graph_id = next(_graph_ids)
+    input_views: set[str] = set()
 
     def compile_forward(fx_gm, fx_inputs):
-        return compile_or_fallback(GraphJob(fx_gm, fx_inputs, f"graph{graph_id}_forward", opts))
+        name = f"graph{graph_id}_forward"
+        return compile_or_fallback(GraphJob(fx_gm, fx_inputs, name, opts, input_views=input_views))
 
     def compile_backward(fx_gm, fx_inputs):
-        return compile_or_fallback(GraphJob(fx_gm, fx_inputs, f"graph{graph_id}_backward", opts))
+        name = f"graph{graph_id}_backward"
+        return compile_or_fallback(GraphJob(fx_gm, fx_inputs, name, opts, input_views=input_views))
 
     def compile_inference(fx_gm, fx_inputs):
         name = f"graph{graph_id}_forward"
@@ -193,6 +198,9 @@ class GraphJob:
     name: str  # graph<k>_forward, graph<k>_backward, ..._part<i>, ..._<shape index>
     opts: NeuronBackendOptions
     inference: bool = False
+    # the names of a training forward's outputs that are its inputs' views, which its
+    # backward takes by the same names (shared by the two graphs of one Dynamo graph)
+    input_views: set[str] = field(default_factory=set)
 
     def run_compiled(self, compiled) -> NeuronGraphFunction:
         """The callable that runs ``compiled`` (a ``CompiledGraph`` of this graph) on
@@ -275,18 +283,25 @@ def _any_graph(job: GraphJob) -> bool:
 def _static(job: GraphJob):
     # outputs that are inputs (a training forward's saved weights) are not computed
     gm, input_outputs = split_input_outputs(job.gm)
+    (output,) = job.gm.graph.find_nodes(op="output")
+    job.input_views.update(output.args[0][i].name for i in input_outputs)
+    # a backward's inputs that are such views, traced transposed (a tied weight's t()),
+    # are read without a copy
+    gm, example_inputs, orders = permute_dense_inputs(gm, list(job.example_inputs), job.input_views)
     # AOTAutograd calls us inside its FakeTensorMode; the graph's real constant tensors
     # (lifted as weights, hashed for the cache) must be read outside it.
     with unset_fake_temporarily():
         compiled = compile_graph(
             gm,
-            job.example_inputs,
+            example_inputs,
             name=job.name,
             target=job.opts.target,
             pipeline=job.opts.pipeline,
             dump_dir=job.opts.dump_dir,
         )
     function = job.run_compiled(compiled)
+    if orders:
+        function = PermutedInputsFunction(function, orders)
     if not input_outputs:
         return function
     count = compiled.output_count + len(input_outputs)

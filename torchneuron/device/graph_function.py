@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 import torch.fx
+from torch.fx.passes.shape_prop import _extract_tensor_metadata
 
 from torchneuron.compiler import tensors
 from torchneuron.compiler.pipeline import CompiledGraph
@@ -159,6 +160,90 @@ def split_input_outputs(
     graph.output(tuple(remap[v] if isinstance(v, torch.fx.Node) else v for v in kept))
     graph.eliminate_dead_code()
     return torch.fx.GraphModule(gm, graph), found
+
+
+def dense_order(value) -> tuple[int, ...] | None:
+    """The dimension order that makes ``value`` contiguous when it is a permuted view of
+    a dense buffer (``t()`` of a weight, a transposed activation); None when it is
+    contiguous already, or has gaps, overlaps or symbolic sizes."""
+    if not isinstance(value, torch.Tensor) or _symbolic(value) or value.is_contiguous():
+        return None
+    strides = value.stride()
+    if any(not isinstance(s, int) for s in strides):
+        return None
+    order = tuple(sorted(range(value.dim()), key=lambda d: (-strides[d], d)))
+    return order if value.permute(order).is_contiguous() else None
+
+
+def permute_dense_inputs(
+    gm: torch.fx.GraphModule, example_inputs: list, names: set[str]
+) -> tuple[torch.fx.GraphModule, list, dict[int, tuple[int, ...]]]:
+    """``gm`` taking each input named in ``names`` and traced as a permuted dense view
+    in its dense order instead, with the permutation back as the program's first op; the example inputs
+    permuted alike; and for each such input position its order.
+
+    The program reads a contiguous array, so such an input was copied at every call:
+    GPT-2's backward takes the tied head's weight transposed (147 MiB a step). Passed
+    as ``input.permute(order)``, a view of the caller's buffer, it is not; the
+    transpose is the program's, which XLA folds into the matmul that reads it.
+    ``names`` are the inputs known to arrive in their traced layout (views of the
+    caller's tensors, ``InputOutputsFunction``): a program's own outputs are contiguous
+    whatever their traced strides, so an input computed by a forward is left alone.
+    """
+    placeholders = list(gm.graph.find_nodes(op="placeholder"))
+    orders: dict[int, tuple[int, ...]] = {}
+    for i, node in enumerate(placeholders):
+        if node.name not in names:
+            continue
+        traced = node.meta.get("val")
+        example = example_inputs[i] if i < len(example_inputs) else None
+        order = dense_order(traced)
+        if order is not None and order == dense_order(example):
+            orders[i] = order
+    if not orders:
+        return gm, example_inputs, {}
+    graph = torch.fx.Graph()
+    remap: dict[torch.fx.Node, torch.fx.Node] = {}
+    outputs = graph.graph_copy(gm.graph, remap)
+    graph.output(outputs)
+    last = remap[placeholders[-1]]
+    for i, order in orders.items():
+        node = remap[placeholders[i]]
+        traced = node.meta["val"]
+        dense = traced.permute(order)
+        node.meta = {**node.meta, "val": dense}
+        if "tensor_meta" in node.meta:  # the importer reads an input's type from it
+            node.meta["tensor_meta"] = _extract_tensor_metadata(dense)
+        back = tuple(order.index(d) for d in range(len(order)))
+        with graph.inserting_after(last):
+            restored = graph.call_function(torch.ops.aten.permute.default, (node, list(back)))
+        restored.meta["val"] = traced
+        node.replace_all_uses_with(
+            restored, delete_user_cb=lambda user, keep=restored: user is not keep
+        )
+        last = restored
+    examples = [e.permute(orders[i]) if i in orders else e for i, e in enumerate(example_inputs)]
+    return torch.fx.GraphModule(gm, graph), examples, orders
+
+
+class PermutedInputsFunction:
+    """Calls ``inner`` (compiled by ``permute_dense_inputs``) with those inputs permuted
+    to their dense order: views, so nothing is copied when the layout is the traced
+    one (another layout is still right: the program's input is then made contiguous)."""
+
+    def __init__(self, inner, orders: dict[int, tuple[int, ...]]):
+        self.inner = inner
+        self.orders = orders
+
+    def __call__(self, *args):
+        args = list(args)
+        for i, order in self.orders.items():
+            if isinstance(args[i], torch.Tensor):
+                args[i] = args[i].permute(order)
+        return self.inner(*args)
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
 
 
 def _symbolic(value: torch.Tensor) -> bool:
