@@ -70,6 +70,9 @@ PyObject* g_oom_type = nullptr;
 // that failed asynchronously. The execution threads themselves never wait.
 PyObject* g_sync_hook = nullptr;
 thread_local bool t_on_execution_thread = false;
+// copy_hook(src, dst) -> bool: queues a copy between two tensors of one neuron device
+// after the work queued so far (True), or declines (False: copy now, after a wait).
+PyObject* g_copy_hook = nullptr;
 
 void check_device_index(c10::DeviceIndex index) {
   const int count = g_device_count.load();
@@ -722,6 +725,16 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
   if (dst.numel() == 0) {
     return dst;
   }
+  // Device to device: queued like an op, so that a clone (autograd clones every new
+  // gradient) does not wait for the whole queue.
+  if (self.is_privateuseone() && dst.is_privateuseone() && !t_on_execution_thread &&
+      g_copy_hook != nullptr && python_usable()) {
+    pybind11::gil_scoped_acquire gil;
+    auto hook = pybind11::reinterpret_borrow<pybind11::object>(g_copy_hook);
+    if (hook(self, dst).cast<bool>()) {
+      return dst;
+    }
+  }
   at::Tensor dst_host = host_alias(dst, false);
   dst_host.copy_(host_alias(self, false));
   return dst;
@@ -912,6 +925,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     Py_XDECREF(g_sync_hook);
     g_sync_hook = hook.is_none() ? nullptr : hook.release().ptr();
   }, "sync_hook(device, block) -> idle: called before every host access to device memory.");
+  m.def("set_copy_hook", [](pybind11::object hook) {
+    Py_XDECREF(g_copy_hook);
+    g_copy_hook = hook.is_none() ? nullptr : hook.release().ptr();
+  }, "copy_hook(src, dst) -> queued: called for every copy between neuron tensors.");
   m.def("mark_execution_thread", []() { t_on_execution_thread = true; },
         "This thread runs queued ops: its host accesses never wait for the queue.");
   m.def("write_array", [](const at::Tensor& tensor, pybind11::handle array) {

@@ -118,6 +118,58 @@ def test_reading_a_value_waits_for_the_ops_that_make_it(gate_after_warm, how):
     assert got and got[0] in (5.0, 15.0)
 
 
+def test_a_device_to_device_copy_is_queued_behind_the_ops_before_it(gate_after_warm):
+    x = torch.ones(2, 3, device="neuron")
+    warm(lambda: x * 3)
+    held = gate_after_warm()
+    y = x * 3  # queued behind the gate
+    clone = y.clone()  # copy_ between neuron tensors: queued too, so it returns at once
+    transposed = torch.empty(3, 2, device="neuron").t()
+    transposed.copy_(y)
+    widened = torch.empty(2, 3, dtype=torch.float64, device="neuron")
+    widened.copy_(y)
+    queue = streams._existing_queue(0)
+    assert queue.completed < queue.submitted  # nothing ran: the copies did not wait
+    held.release()
+    expected = torch.full((2, 3), 3.0)
+    assert torch.equal(clone.cpu(), expected)
+    assert torch.equal(transposed.cpu(), expected)
+    assert torch.equal(widened.cpu(), expected.double())
+
+
+def test_an_ops_later_write_does_not_reach_an_earlier_queued_copy(gate_after_warm):
+    x = torch.ones(4, device="neuron")
+    warm(lambda: x.add_(0))
+    held = gate_after_warm()
+    copy = x.clone()
+    x.add_(1)  # queued after the copy
+    held.release()
+    assert torch.equal(copy.cpu(), torch.ones(4))
+    assert torch.equal(x.cpu(), torch.full((4,), 2.0))
+
+
+def test_a_copy_that_warns_or_fails_on_the_cpu_does_so_at_the_call(asynchronous):
+    with pytest.warns(UserWarning, match="imaginary"):
+        torch.empty(2, device="neuron").copy_(torch.ones(2, dtype=torch.complex64, device="neuron"))
+    with pytest.raises(RuntimeError, match="single memory location"):
+        torch.empty(1, device="neuron").expand(3).copy_(torch.ones(3, device="neuron"))
+    with pytest.raises(RuntimeError, match="must match"):
+        torch.empty(3, device="neuron").copy_(torch.ones(2, device="neuron"))
+    torch.neuron.synchronize()  # and nothing failed later, on the execution thread
+
+
+def test_a_copy_under_launch_blocking_is_done_when_it_returns():
+    streams.set_launch_blocking(True)
+    try:
+        x = torch.arange(4.0, device="neuron")
+        copy = torch.empty(4, device="neuron")
+        copy.copy_(x)
+        assert streams.idle(0)
+        assert torch.equal(copy.cpu(), torch.arange(4.0))
+    finally:
+        streams.set_launch_blocking(None)
+
+
 def test_events_time_the_work_between_them(asynchronous):
     x = torch.randn(32, 32, device="neuron")
     warm(lambda: x @ x)

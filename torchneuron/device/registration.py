@@ -86,9 +86,10 @@ def _register() -> None:
     module.bind_registration(is_registered)
     if getattr(torch, DEVICE_TYPE, None) is not module:
         torch._register_device_module(DEVICE_TYPE, module)
-    from torchneuron.device import autocast, dispatch, fusion, sparse, streams
+    from torchneuron.device import autocast, dispatch, fusion, sparse, stream_api, streams
 
     streams.install()
+    stream_api.install()
     fusion.install()
     dispatch.install()
     sparse.install()

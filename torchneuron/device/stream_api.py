@@ -25,6 +25,7 @@ from torchneuron.device.streams import (
     _queue_for,
     flush,
     launch_blocking,
+    queue_copy,
 )
 from torchneuron.target.topology import DEVICE_TYPE
 
@@ -271,3 +272,14 @@ class Event:
     def __repr__(self) -> str:
         state = "unrecorded" if self.device is None else f"neuron:{self.device}"
         return f"<torch.neuron.Event {state}>"
+
+
+def device_copy(src: torch.Tensor, dst: torch.Tensor) -> bool:
+    """The native layer's copy hook: ``dst.copy_(src)`` between tensors of one neuron
+    device, queued on ``dst``'s device's current stream (``streams.queue_copy``)."""
+    return queue_copy(src, dst, current_stream(dst.device.index or 0))
+
+
+def install() -> None:
+    """Give the native layer the copy hook: device-to-device copies are queued."""
+    _C.set_copy_hook(device_copy)

@@ -45,6 +45,8 @@ import queue
 import threading
 from typing import Any
 
+import torch
+
 from torchneuron import settings
 from torchneuron.device import _C
 from torchneuron.errors import TorchNeuronError
@@ -326,6 +328,60 @@ def _host_sync(device: int, block: bool) -> bool:
         return True
     flush(device)
     return idle(device)
+
+
+class _DeviceCopy:
+    """A queue item that copies one neuron tensor into another (same device): the
+    native layer's ``copy_`` between device tensors, in queue order."""
+
+    __slots__ = ("device", "dst", "name", "src", "stream")
+
+    def __init__(self, device: int, stream: Any, src: Any, dst: Any) -> None:
+        self.device = device
+        self.stream = stream
+        self.name = "copy_"
+        self.src = src
+        self.dst = dst
+
+    def run(self) -> None:
+        # host aliases do not wait on the execution thread; the CPU kernel converts
+        # dtypes, broadcasts and follows strides as the synchronous copy did
+        _C.host_alias(self.dst, False).copy_(_C.host_alias(self.src, False))
+        self.src = self.dst = None
+
+
+def queue_copy(src: Any, dst: Any, stream: Any) -> bool:
+    """Queue ``dst.copy_(src)`` on ``stream`` after the work queued so far (the native
+    layer's copy hook, ``stream_api.device_copy``); False (the caller copies at once,
+    after waiting) for two devices, under ``launch_blocking``, or on an execution
+    thread."""
+    device = dst.device.index or 0
+    if (src.device.index or 0) != device or launch_blocking() or _on_execution_thread():
+        return False
+    if not _copy_cannot_fail(src, dst):
+        return False  # PyTorch's error (or warning) is raised at the call, as on the CPU
+    flush(device)
+    queue_ = _queue_for(device)
+    if queue_.error is not None:
+        queue_.raise_error()
+    queue_.put(_DeviceCopy(device, stream, src, dst))
+    return True
+
+
+def _copy_cannot_fail(src: Any, dst: Any) -> bool:
+    """Whether the CPU kernel copies ``src`` into ``dst`` without an error or a warning:
+    ``src`` broadcasts to ``dst``'s shape, no complex value loses its imaginary part,
+    and no memory overlaps (``dst`` with itself, or the two tensors' storages)."""
+    if src.dtype.is_complex and not dst.dtype.is_complex:
+        return False
+    try:
+        if torch.broadcast_shapes(src.shape, dst.shape) != dst.shape:
+            return False
+    except RuntimeError:
+        return False
+    if torch._debug_has_internal_overlap(dst) != 0:
+        return False
+    return src.untyped_storage().data_ptr() != dst.untyped_storage().data_ptr()
 
 
 def keep_until_run(device: int, stream: Any, objects: Any) -> None:
