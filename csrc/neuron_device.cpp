@@ -70,8 +70,9 @@ PyObject* g_oom_type = nullptr;
 // that failed asynchronously. The execution threads themselves never wait.
 PyObject* g_sync_hook = nullptr;
 thread_local bool t_on_execution_thread = false;
-// copy_hook(src, dst) -> bool: queues a copy between two tensors of one neuron device
-// after the work queued so far (True), or declines (False: copy now, after a wait).
+// copy_hook(src, dst, src_alias, dst_alias) -> bool: queues a copy between two tensors
+// of one neuron device after the work queued so far (True), through the host aliases
+// taken at the call, or declines (False: copy now, after a wait).
 PyObject* g_copy_hook = nullptr;
 
 void check_device_index(c10::DeviceIndex index) {
@@ -731,7 +732,10 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
       g_copy_hook != nullptr && python_usable()) {
     pybind11::gil_scoped_acquire gil;
     auto hook = pybind11::reinterpret_borrow<pybind11::object>(g_copy_hook);
-    if (hook(self, dst).cast<bool>()) {
+    // The host aliases are taken now, as a launch's are: a later in-place change of
+    // either tensor's metadata (transpose_, resize_) must not change what is copied.
+    if (hook(self, dst, make_host_alias(self, false), make_host_alias(dst, false))
+            .cast<bool>()) {
       return dst;
     }
   }
@@ -928,7 +932,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("set_copy_hook", [](pybind11::object hook) {
     Py_XDECREF(g_copy_hook);
     g_copy_hook = hook.is_none() ? nullptr : hook.release().ptr();
-  }, "copy_hook(src, dst) -> queued: called for every copy between neuron tensors.");
+  }, "copy_hook(src, dst, src_alias, dst_alias) -> queued: every copy between neuron tensors.");
   m.def("mark_execution_thread", []() { t_on_execution_thread = true; },
         "This thread runs queued ops: its host accesses never wait for the queue.");
   m.def("write_array", [](const at::Tensor& tensor, pybind11::handle array) {

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from torchneuron import settings
-from torchneuron.device import compiled, programs, streams
+from torchneuron.device import compiled, programs, stream_api, streams
 
 
 class Gate:
@@ -146,6 +146,44 @@ def test_an_ops_later_write_does_not_reach_an_earlier_queued_copy(gate_after_war
     held.release()
     assert torch.equal(copy.cpu(), torch.ones(4))
     assert torch.equal(x.cpu(), torch.full((4,), 2.0))
+
+
+def test_a_queued_copy_copies_what_the_tensors_were_at_the_call(gate_after_warm):
+    x = torch.arange(6.0, device="neuron").view(2, 3)
+    warm(lambda: x * 1)
+    held = gate_after_warm()
+    copy = x.clone()
+    copy.transpose_(0, 1)  # metadata changed in place before the copy has run
+    held.release()
+    assert torch.equal(copy.cpu(), torch.arange(6.0).view(2, 3).t())
+
+
+def test_new_gradients_are_taken_as_grad_without_a_copy_while_queued(gate_after_warm, monkeypatch):
+    # x @ w + b as GPT-2's Conv1D layers compute it: w's gradient is an mm's own output
+    torch.manual_seed(0)
+    w, b, x = torch.randn(8, 16), torch.randn(16), torch.randn(5, 8)
+    params = [torch.nn.Parameter(t.to("neuron")) for t in (w, b)]
+
+    def backward(w, b, x):
+        torch.addmm(b, x, w).tanh().square().sum().backward()
+
+    x_device = x.to("neuron")
+    warm(lambda: backward(*params, x_device))
+    for p in params:
+        p.grad = None
+    copies = []
+    queue_copy = streams.queue_copy
+    monkeypatch.setattr(
+        stream_api, "queue_copy", lambda *args: copies.append(args[0].shape) or queue_copy(*args)
+    )
+    held = gate_after_warm()  # every op of the backward is still queued when autograd
+    backward(*params, x_device)  # looks at its new gradients
+    held.release()
+    assert copies == []  # autograd cloned none (a queued launch used to hold them)
+    expected = [t.clone().requires_grad_() for t in (w, b)]
+    backward(*expected, x)
+    for got, want in zip(params, expected):
+        torch.testing.assert_close(got.grad.cpu(), want.grad)
 
 
 def test_a_copy_that_warns_or_fails_on_the_cpu_does_so_at_the_call(asynchronous):

@@ -318,6 +318,11 @@ class FusedLaunch:
         self.chain = chain
         self.live = live  # which outputs the program writes (``chain.Chain.live``)
 
+    def release_tensors(self) -> None:
+        """Queued: its launches' Python tensors are no longer needed (``Launch``'s)."""
+        for launch in self.chain.launches:
+            launch.release_tensors()
+
     def run(self) -> None:
         structure = self.structure
         program = structure.program  # compiled by the fuser, on the thread that issued

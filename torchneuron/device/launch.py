@@ -90,6 +90,13 @@ class Launch:
     def host_outputs(self) -> list:
         return self._lists()[1]
 
+    def release_tensors(self) -> None:
+        """Drop the Python tensors (queued: the fuser has looked at them, and the run
+        reads and writes through ``views``, which keep the memory). A result nothing
+        else holds can then be taken over by its consumer: autograd makes a new
+        gradient the parameter's ``.grad`` without a copy only when it holds it alone."""
+        self.inputs = self.outputs = self.values = ()
+
     def run(self) -> None:
         """Execute the program on the inputs as they are now; write the outputs."""
         views = self.views

@@ -274,10 +274,12 @@ class Event:
         return f"<torch.neuron.Event {state}>"
 
 
-def device_copy(src: torch.Tensor, dst: torch.Tensor) -> bool:
+def device_copy(
+    src: torch.Tensor, dst: torch.Tensor, src_alias: torch.Tensor, dst_alias: torch.Tensor
+) -> bool:
     """The native layer's copy hook: ``dst.copy_(src)`` between tensors of one neuron
     device, queued on ``dst``'s device's current stream (``streams.queue_copy``)."""
-    return queue_copy(src, dst, current_stream(dst.device.index or 0))
+    return queue_copy(src, dst, src_alias, dst_alias, current_stream(dst.device.index or 0))
 
 
 def install() -> None:

@@ -135,18 +135,36 @@ def install_fuser(fuser: Any) -> None:
     _fuser = fuser
 
 
+# Held from the fuser's answer to the queues: two threads submitting to one device
+# must not queue the items of a closed chain in the other order than they were closed
+# (a later chain reading an earlier one's output would run first).
+_submit_lock = threading.RLock()
+
+
 def _queue_items(items) -> None:
+    with _submit_lock:
+        for item in items:
+            _queue_for(item.device).put(item)
     for item in items:
-        _queue_for(item.device).put(item)
+        _release_tensors(item)
+
+
+def _release_tensors(item: Any) -> None:
+    """A launch, once queued, runs on its captured views: its Python tensors go now
+    (``Launch.release_tensors``), not when the execution thread reaches it."""
+    release = getattr(item, "release_tensors", None)
+    if release is not None:
+        release()
 
 
 def flush(device: int) -> None:
     """Queue what the fuser holds for ``device`` (nothing without a fuser)."""
     fuser = _fuser
     if fuser is not None:
-        items = fuser.flush(device)
-        if items:
-            _queue_items(items)
+        with _submit_lock:
+            items = fuser.flush(device)
+            if items:
+                _queue_items(items)
 
 
 # -- the per-device queues -----------------------------------------------------------
@@ -274,11 +292,8 @@ def submit(item: Any) -> None:
     if queue_.error is not None:
         queue_.raise_error()
     fuser = _fuser
-    if fuser is None:
-        queue_.put(item)
-    else:
-        for ready in fuser.offer(item):
-            _queue_for(ready.device).put(ready)
+    with _submit_lock:
+        _queue_items([item] if fuser is None else fuser.offer(item))
 
 
 def enqueue(item: Any) -> int:
@@ -332,7 +347,8 @@ def _host_sync(device: int, block: bool) -> bool:
 
 class _DeviceCopy:
     """A queue item that copies one neuron tensor into another (same device): the
-    native layer's ``copy_`` between device tensors, in queue order."""
+    native layer's ``copy_`` between device tensors, in queue order, through the host
+    aliases taken at the call (which keep both memories)."""
 
     __slots__ = ("device", "dst", "name", "src", "stream")
 
@@ -344,27 +360,28 @@ class _DeviceCopy:
         self.dst = dst
 
     def run(self) -> None:
-        # host aliases do not wait on the execution thread; the CPU kernel converts
-        # dtypes, broadcasts and follows strides as the synchronous copy did
-        _C.host_alias(self.dst, False).copy_(_C.host_alias(self.src, False))
+        # the CPU kernel converts dtypes, broadcasts and follows strides as the
+        # synchronous copy did
+        self.dst.copy_(self.src)
         self.src = self.dst = None
 
 
-def queue_copy(src: Any, dst: Any, stream: Any) -> bool:
-    """Queue ``dst.copy_(src)`` on ``stream`` after the work queued so far (the native
-    layer's copy hook, ``stream_api.device_copy``); False (the caller copies at once,
-    after waiting) for two devices, under ``launch_blocking``, or on an execution
-    thread."""
+def queue_copy(src: Any, dst: Any, src_alias: Any, dst_alias: Any, stream: Any) -> bool:
+    """Queue ``dst.copy_(src)`` on ``stream`` after the work queued so far, as a copy
+    between their host aliases taken at the call (the native layer's copy hook,
+    ``stream_api.device_copy``); False (the caller copies at once, after waiting) for
+    two devices, under ``launch_blocking``, or on an execution thread."""
     device = dst.device.index or 0
     if (src.device.index or 0) != device or launch_blocking() or _on_execution_thread():
         return False
     if not _copy_cannot_fail(src, dst):
         return False  # PyTorch's error (or warning) is raised at the call, as on the CPU
-    flush(device)
-    queue_ = _queue_for(device)
-    if queue_.error is not None:
-        queue_.raise_error()
-    queue_.put(_DeviceCopy(device, stream, src, dst))
+    with _submit_lock:
+        flush(device)
+        queue_ = _queue_for(device)
+        if queue_.error is not None:
+            queue_.raise_error()
+        queue_.put(_DeviceCopy(device, stream, src_alias, dst_alias))
     return True
 
 
