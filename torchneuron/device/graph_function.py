@@ -179,8 +179,8 @@ def permute_dense_inputs(
     gm: torch.fx.GraphModule, example_inputs: list, names: set[str]
 ) -> tuple[torch.fx.GraphModule, list, dict[int, tuple[int, ...]]]:
     """``gm`` taking each input named in ``names`` and traced as a permuted dense view
-    in its dense order instead, with the permutation back as the program's first op; the example inputs
-    permuted alike; and for each such input position its order.
+    in its dense order instead, with the permutation back as the program's first op;
+    the example inputs permuted alike; and for each such input position its order.
 
     The program reads a contiguous array, so such an input was copied at every call:
     GPT-2's backward takes the tied head's weight transposed (147 MiB a step). Passed
