@@ -17,13 +17,14 @@ new bucket specializes the program (XLA's compile only).
 
 An op that writes into an argument (in-place, ``out=``) computes the new value padded
 and writes it back sliced, as an exact program does. Not padded (each size compiles
-exactly, as before): an ``out=`` argument that must be resized, listed tensor inputs or tensors with gaps or overlaps, integer
-divisions, outputs that are not new contiguous tensors, sizes 0 and 1, and whatever
-the bucket analysis or the dynamic lowering refuses. Run-time checks (an index out of
-range) stay in the padded program: the bucket mask keeps padded positions out of them. A call whose sizes the padded program does not
-admit (its guards, a size beyond the last bucket) compiles exactly too. Padded calls
-are queued like exact ones (synchronous where the op has run-time checks) but never
-join the fuser's chains.
+exactly, as before): an ``out=`` argument that must be resized, listed tensor inputs
+or tensors with gaps or overlaps, integer divisions, outputs that are not new
+contiguous tensors, sizes 0 and 1, and whatever the bucket analysis or the dynamic
+lowering refuses. Run-time checks (an index out of range) stay in the padded program:
+the bucket mask keeps padded positions out of them. A call whose sizes the padded
+program does not admit (its guards, a size beyond the last bucket) compiles exactly
+too. Padded calls are queued like exact ones (synchronous where the op has run-time
+checks) but never join the fuser's chains.
 """
 
 from __future__ import annotations

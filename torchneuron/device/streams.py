@@ -131,7 +131,10 @@ def install_fuser(fuser: Any) -> None:
     previous = _fuser
     if previous is not None:
         for device in range(len(_queues)):
-            _queue_items(previous.flush(device))
+            with _submit_lock:
+                items = previous.flush(device)
+                _queue_items(items)
+            _release_tensors(items)
     _fuser = fuser
 
 
@@ -141,30 +144,31 @@ def install_fuser(fuser: Any) -> None:
 _submit_lock = threading.RLock()
 
 
-def _queue_items(items) -> None:
-    with _submit_lock:
-        for item in items:
-            _queue_for(item.device).put(item)
+def _queue_items(items: list) -> None:
+    """Queue ``items`` in order; the caller holds ``_submit_lock`` since it asked the
+    fuser for them. Their Python tensors are let go of by ``_release_tensors``."""
     for item in items:
-        _release_tensors(item)
+        _queue_for(item.device).put(item)
 
 
-def _release_tensors(item: Any) -> None:
-    """A launch, once queued, runs on its captured views: its Python tensors go now
-    (``Launch.release_tensors``), not when the execution thread reaches it."""
-    release = getattr(item, "release_tensors", None)
-    if release is not None:
-        release()
+def _release_tensors(items: list) -> None:
+    """Queued launches run on their captured views: their Python tensors go now
+    (``Launch.release_tensors``), not when the execution thread reaches them."""
+    for item in items:
+        release = getattr(item, "release_tensors", None)
+        if release is not None:
+            release()
 
 
 def flush(device: int) -> None:
     """Queue what the fuser holds for ``device`` (nothing without a fuser)."""
     fuser = _fuser
-    if fuser is not None:
-        with _submit_lock:
-            items = fuser.flush(device)
-            if items:
-                _queue_items(items)
+    if fuser is None:
+        return
+    with _submit_lock:
+        items = fuser.flush(device)
+        _queue_items(items)
+    _release_tensors(items)
 
 
 # -- the per-device queues -----------------------------------------------------------
@@ -293,7 +297,9 @@ def submit(item: Any) -> None:
         queue_.raise_error()
     fuser = _fuser
     with _submit_lock:
-        _queue_items([item] if fuser is None else fuser.offer(item))
+        items = [item] if fuser is None else fuser.offer(item)
+        _queue_items(items)
+    _release_tensors(items)
 
 
 def enqueue(item: Any) -> int:
