@@ -16,8 +16,10 @@ a. cold and warm processes: a small CNN training step (conv-relu-pool-conv-relu-
    filled, directory. Beside them: eager CPU, and Inductor cold and warm (its own
    ``TORCHINDUCTOR_CACHE_DIR``, shared by its two runs).
 b. eager cost per new and per repeated batch size: an MLP training step on ``neuron``,
-   warmed up at batch 16, then batch sizes 3, 5, 7, ... each run three times (first
-   sighting, second, third), synchronized; CPU the same.
+   warmed up at batch 16, then batch sizes 3, 5, 7, ..., 33 each run three times (first
+   sighting, second, third), synchronized, in ascending order and shuffled (a second
+   model of another width, so that no program of one order serves the other); a size
+   "compiled" when it specialized or created a padded program. CPU the same.
 c. ``torch.compile(dynamic=True)`` per new sequence length: a GPT (the zoo's
    ``GPTBlockLM`` with a 128-token context) inference and training step, the first
    call of each new length against a repeated call; Inductor ``dynamic=True`` in the
@@ -94,11 +96,11 @@ def timed(fn) -> float:
 
 
 def ms(seconds: float) -> str:
-    return f"{seconds * 1e3:9.1f}"
+    return f"{seconds * 1e3:9.1f}" if not math.isnan(seconds) else "        -"
 
 
 def ratio(a: float, b: float) -> str:
-    return f"{a / b:7.2f}x" if b > 0 else "      -"
+    return f"{a / b:7.2f}x" if b > 0 and not math.isnan(a) else "      -"
 
 
 def run_child(kind: str, cache_dir: str, inductor_dir: str, *extra: str) -> dict:
@@ -337,17 +339,22 @@ def section_cold_warm() -> None:
 
 
 def section_batch_sizes(sizes: list[int]) -> None:
+    import random
+
     import torch
     import torch.nn.functional as F
     from torch import nn
 
-    def make(device: str):
+    from torchneuron.compiler import dynamic_program
+    from torchneuron.device import padded
+
+    def make(device: str, width: int, order: list[int]):
         torch.manual_seed(0)
-        model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10)).to(device)
+        model = nn.Sequential(nn.Linear(width, 128), nn.ReLU(), nn.Linear(128, 10)).to(device)
         opt = torch.optim.SGD(model.parameters(), lr=0.01)
         batches = {
-            n: (torch.randn(n, 64).to(device), (torch.arange(n) % 10).to(device))
-            for n in [16, *sizes]
+            n: (torch.randn(n, width).to(device), (torch.arange(n) % 10).to(device))
+            for n in [16, *order]
         }
 
         def step(n: int) -> float:
@@ -361,43 +368,50 @@ def section_batch_sizes(sizes: list[int]) -> None:
 
         return step
 
-    from torchneuron.compiler.buckets import AUTO_BUCKETS
+    def compiles() -> int:
+        return dynamic_program.stats()["specializations"] + padded.stats()["padded_programs"]
 
-    def bucket(n: int) -> int:
-        return next(b for b in AUTO_BUCKETS if b >= n)
-
-    # a size whose bucket an earlier size of the list reached: the padded route
-    # (device/padded.py) runs it without compiling
-    seen_bucket = [bucket(n) in {bucket(m) for m in sizes[:i]} for i, n in enumerate(sizes)]
+    shuffled = list(sizes)
+    random.Random(0).shuffle(shuffled)
+    # each order on its own feature width: no program of one serves the other
+    orders = {"ascending": (sizes, 64), "shuffled": (shuffled, 48)}
     figures = {}
-    for device in ("neuron", "cpu"):
-        step = make(device)
+    for device, name in [("neuron", "ascending"), ("neuron", "shuffled"), ("cpu", "ascending")]:
+        order, width = orders[name]
+        step = make(device, width, order)
         warm = [step(16) for _ in range(5)]
-        sightings = [[step(n) for _ in range(3)] for n in sizes]
-        new_bucket = [s[0] for s, seen in zip(sightings, seen_bucket) if not seen]
-        old_bucket = [s[0] for s, seen in zip(sightings, seen_bucket) if seen]
-        figures[device] = {
+        sightings, compiled = [], []
+        for n in order:
+            before = compiles()
+            sightings.append([step(n) for _ in range(3)])
+            compiled.append(compiles() > before)
+        new = [s[0] for s in sightings]
+        figures[device, name] = {
             "batch 16, warm": statistics.median(warm[2:]),
-            "new batch size": statistics.median(s[0] for s in sightings),
-            " in a new bucket": statistics.median(new_bucket),
-            " in a seen bucket": statistics.median(old_bucket) if old_bucket else math.nan,
+            "new batch size": statistics.median(new),
+            " that compiled": statistics.median(
+                [t for t, c in zip(new, compiled) if c] or [math.nan]
+            ),
+            " that did not": statistics.median(
+                [t for t, c in zip(new, compiled) if not c] or [math.nan]
+            ),
             "2nd sighting": statistics.median(s[1] for s in sightings),
             "3rd sighting": statistics.median(s[2] for s in sightings),
+            "sizes that compiled": [n for n, c in zip(order, compiled) if c],
         }
     print(f"\nb. eager MLP training step per batch size (ms, median over sizes {sizes})")
-    print(
-        f"   buckets {sorted({bucket(n) for n in sizes})}; sizes in a bucket an earlier "
-        f"size reached: {[n for n, seen in zip(sizes, seen_bucket) if seen]}"
-    )
-    print(f"{'':20}{'neuron':>10}{'cpu':>10}{'neuron/cpu':>12}")
-    for name, neuron in figures["neuron"].items():
-        cpu = figures["cpu"][name]
-        print(f"{name:20}{ms(neuron):>10}{ms(cpu):>10}{ratio(neuron, cpu):>12}")
-    n = figures["neuron"]
-    print(
-        f"new / repeated on neuron: {ratio(n['new batch size'], n['3rd sighting'])}; "
-        f"2nd / 3rd sighting {ratio(n['2nd sighting'], n['3rd sighting'])}"
-    )
+    for name, (order, _) in orders.items():
+        print(f"   {name}: {order}")
+        print(f"   sizes that compiled: {figures['neuron', name].pop('sizes that compiled')}")
+    figures["cpu", "ascending"].pop("sizes that compiled")
+    print(f"{'':20}{'ascending':>11}{'shuffled':>10}{'cpu':>8}{'asc/cpu':>9}{'shuf/cpu':>9}")
+    for row, ascending in figures["neuron", "ascending"].items():
+        mixed = figures["neuron", "shuffled"][row]
+        cpu = figures["cpu", "ascending"][row]
+        print(
+            f"{row:20}{ms(ascending):>11}{ms(mixed):>10}{ms(cpu):>8}"
+            f"{ratio(ascending, cpu):>9}{ratio(mixed, cpu):>9}"
+        )
 
 
 # -- section c ------------------------------------------------------------------------

@@ -92,7 +92,21 @@ def test_gpt_inference_with_auto_buckets_specializes_once_per_bucket():
             tokens = torch.randint(0, 128, (2, length))
             torch.testing.assert_close(compiled(tokens), model(tokens), rtol=1e-4, atol=1e-4)
     assert buckets.stats()["bucketed_graphs"] == 1 and buckets.stats()["refusals"] == 0
-    assert dynamic.stats()["specializations"] == 2  # 24 for 17..24, 16 for 13
+    # 24 for 17..24; 13 borrows 24 (1.8x its size, within BORROW_LIMIT): one program
+    assert dynamic.stats()["specializations"] == 1
+    assert buckets.stats()["padded_calls"] == 4  # all but 24
+
+
+def test_gpt_inference_specializes_a_size_too_small_to_borrow():
+    from torchneuron.zoo import ZOO
+
+    model = ZOO["gpt"].build().eval()
+    compiled = torch.compile(model, backend="neuron", dynamic=True)
+    with torch.no_grad():
+        for length in (30, 5):  # 5 would run at 32: over 4x, so its own bucket, 6
+            tokens = torch.randint(0, 128, (2, length))
+            torch.testing.assert_close(compiled(tokens), model(tokens), rtol=1e-4, atol=1e-4)
+    assert dynamic.stats()["specializations"] == 2
 
 
 def test_auto_buckets_refuse_a_training_graph_without_a_warning():
@@ -115,6 +129,29 @@ def test_bucket_choice_keeps_ranges_and_guards():
     # a guard of the program (Dynamo's s1 != 16) skips that bucket for the next one
     guarded = buckets.BucketedFunction(None, plan, admits=lambda v: v["s1"] != 16).choose
     assert guarded({"s0": 3, "s1": 9}) == {"s0": 8, "s1": 32}
+
+
+def test_a_new_size_borrows_the_closest_earlier_choice_that_holds_it():
+    plan = buckets.BucketPlan(None, buckets.AUTO_BUCKETS, {}, {}, [], {}, limits={})
+    function = buckets.BucketedFunction(None, plan)
+    choose = function.choose
+    assert choose({"s0": 20}) == {"s0": 24}  # nothing chosen yet: its own bucket
+    assert choose({"s0": 7}) == {"s0": 24}  # 24 holds 7 within 4x its size
+    assert choose({"s0": 5}) == {"s0": 6}  # 24 is 4.8x: its own bucket
+    assert choose({"s0": 4}) == {"s0": 6}  # the closest of 6 and 24
+    assert choose({"s0": 30}) == {"s0": 32}  # nothing holds it
+    assert choose({"s0": 17}) == {"s0": 24}  # its own bucket, chosen before
+    assert function.chosen == [{"s0": 24}, {"s0": 6}, {"s0": 32}]
+    # two symbols: the growth of both together counts, and each must be held
+    pair = buckets.BucketedFunction(None, plan).choose
+    assert pair({"s0": 16, "s1": 16}) == {"s0": 16, "s1": 16}
+    assert pair({"s0": 9, "s1": 9}) == {"s0": 16, "s1": 16}  # 3.2x in all
+    assert pair({"s0": 6, "s1": 6}) == {"s0": 6, "s1": 6}  # 7.1x: its own
+    assert pair({"s0": 5, "s1": 20}) == {"s0": 6, "s1": 24}  # s1 is held by nothing
+    # a guard the borrowed sizes break is never borrowed
+    guarded = buckets.BucketedFunction(None, plan, admits=lambda v: v["s0"] != 24)
+    guarded.chosen.append({"s0": 24})
+    assert guarded.choose({"s0": 20}) == {"s0": 32}
 
 
 def test_mlp_padded_batch():

@@ -147,3 +147,20 @@ def test_an_out_argument_of_another_shape_is_resized_by_the_exact_route():
         out = torch.empty(0).to("neuron")
         torch.mul(a.to("neuron"), 2, out=out)
         torch.testing.assert_close(out.cpu(), a * 2)
+
+
+def test_a_new_size_runs_at_a_larger_bucket_already_compiled():
+    from torchneuron.compiler import dynamic
+
+    def scaled(n):
+        x = torch.randn(n, 7)  # a width no other test uses: nothing specialized before
+        torch.testing.assert_close((x.to("neuron") * 2 + 1).cpu(), x * 2 + 1)
+
+    for n in (8, 8, 20):  # 20: the class's padded program, at bucket 24
+        scaled(n)
+    dynamic.reset_stats()
+    for n in (7, 9, 13, 22):  # 24 holds each within 4x its size
+        scaled(n)
+    assert dynamic.stats()["specializations"] == 0
+    scaled(5)  # 24 is 4.8x 5: its own bucket, 6, for each of the two ops
+    assert dynamic.stats()["specializations"] == 2

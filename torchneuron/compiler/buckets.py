@@ -4,8 +4,9 @@
 (or ``TORCHNEURON_BUCKETS=32,64,128``; ``"auto"`` for ``AUTO_BUCKETS``, a ladder of
 two sizes per power of two) runs a graph whose sizes are symbolic at the
 next bucket at or above each symbol's value, so a dynamic program is specialized
-(numerically compiled) once per bucket instead of once per size. A size beyond the
-last bucket is specialized exactly (no padding).
+(numerically compiled) once per bucket instead of once per size; a size whose bucket is
+not specialized yet borrows a larger one that is, within ``BORROW_LIMIT``. A size
+beyond the last bucket is specialized exactly (no padding).
 
 Padding is only allowed where it cannot change a result. ``plan_buckets`` walks the
 ATen inference graph once and gives every dimension of every tensor a *tag*: ``None``
@@ -39,6 +40,7 @@ applies them (``buckets_analysis.py``). Here: the option, the route torch.compil
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -210,22 +212,59 @@ def admits_of(signature: SymbolicSignature) -> Callable[[dict[str, int]], bool]:
 # -- the runtime -------------------------------------------------------------------
 
 
+# A call whose own bucket has not been specialized yet borrows the smallest sizes
+# specialized before that hold it, when they pad at most this many times its elements
+# (all symbols together): a new size then compiles nothing. A larger gap specializes
+# the call's own bucket.
+BORROW_LIMIT = 4
+_CHOSEN_KEPT = 64  # the sizes a function remembers choosing (the first ones)
+
+
+def growth(sizes: dict[str, int], true: dict[str, int]) -> float:
+    """How many times the true elements ``sizes`` pad to (all symbols together)."""
+    return math.prod(sizes[s] / max(1, v) for s, v in true.items())
+
+
 class BucketedFunction:
     """Calls ``inner`` (compiled from ``plan.graph_module``) with every padded input
     grown to its bucket and the masks appended; slices the outputs back.
 
     ``admits(values)`` says whether the program may run with the symbols at ``values``
     (its ranges and the tracer's guards, e.g. ``s0 != 128``); a symbol takes the
-    smallest bucket at or above its size that keeps every guard, else its exact size.
+    smallest bucket at or above its size that keeps every guard, else its exact size,
+    unless sizes chosen before (``chosen``, shared by whoever runs the same program)
+    hold the call within ``BORROW_LIMIT``: then those, and nothing is specialized.
     """
 
-    def __init__(self, inner, plan: BucketPlan, admits=None):
+    def __init__(self, inner, plan: BucketPlan, admits=None, chosen: list | None = None):
         self.inner = inner
         self.plan = plan
         self.admits = admits
+        self.chosen: list[dict[str, int]] = [] if chosen is None else chosen
 
     def choose(self, true: dict[str, int]) -> dict[str, int]:
-        """The padded value of every symbol for the true values ``true``."""
+        """The padded value of every symbol for the true values ``true``: the sizes of
+        its own bucket when they were chosen before, else the closest earlier choice
+        that holds them within ``BORROW_LIMIT``, else its own bucket (remembered)."""
+        own = self.bucket_of(true)
+        if own in self.chosen:
+            return own
+        holding = [
+            sizes
+            for sizes in self.chosen
+            if sizes.keys() == true.keys()
+            and all(sizes[s] >= v for s, v in true.items())
+            and growth(sizes, true) <= BORROW_LIMIT
+            and (self.admits is None or self.admits(sizes))
+        ]
+        if holding:
+            return min(holding, key=lambda sizes: growth(sizes, true))
+        if len(self.chosen) < _CHOSEN_KEPT:
+            self.chosen.append(own)
+        return own
+
+    def bucket_of(self, true: dict[str, int]) -> dict[str, int]:
+        """Every symbol at its own bucket for the true values ``true``."""
         chosen = dict(true)  # the exact sizes: admitted (Dynamo's guards passed)
         for symbol in sorted(true):
             limit = self.plan.limits.get(symbol)

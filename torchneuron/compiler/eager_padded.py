@@ -5,9 +5,9 @@ otherwise be traced, lowered and compiled again for every size. ``compile_padded
 traces the op once with those sizes symbolic, has the bucket analysis
 (``buckets_analysis.plan_buckets``) prove that padding them cannot change a result
 (masking reductions over them) and lowers the masked graph once as a dynamic program.
-The device then runs each call at the next bucket (``device/padded.py``): a size
-inside a bucket it ran before compiles nothing; a new bucket specializes the program
-(XLA's compile, no tracing or lowering).
+The device then runs each call at the next bucket, or a larger one already specialized
+(``device/padded.py``): a size inside a bucket it ran before compiles nothing; a new
+bucket specializes the program (XLA's compile, no tracing or lowering).
 
 Anything the analysis cannot prove, and any graph the dynamic front half cannot keep
 symbolic, is ``PaddingRefused``: the device then compiles each exact size, as before.
@@ -16,7 +16,7 @@ symbolic, is ``PaddingRefused``: the device then compiles each exact size, as be
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -42,6 +42,8 @@ class PaddedProgram:
     fresh_count: int  # the first outputs are the op's new tensors, the rest written arguments
     # each output's shape (ints, and size expressions over the symbols) and dtype
     outputs: tuple[tuple[tuple[int | str, ...], torch.dtype], ...] = ()
+    # the padded sizes chosen for calls so far (``BucketedFunction.choose`` borrows them)
+    chosen: list[dict[str, int]] = field(default_factory=list)
 
     def output_metas(self, values: dict[str, int]) -> tuple[tuple, ...]:
         """(shape, contiguous stride, dtype) of each output for the symbols' ``values``."""

@@ -12,8 +12,9 @@ ones share a symbol) and the op is compiled once as a padded program
 over padded positions are masked). From then on a call of the class pads its inputs
 with zeros up to the next bucket of ``TORCHNEURON_BUCKETS`` (``auto`` by default: 1,
 2, 3, 4, 6, 8, 12, ...; ``off`` turns this off), runs the program for that bucket
-and slices the outputs back: a size inside a bucket seen before compiles nothing; a
-new bucket specializes the program (XLA's compile only).
+and slices the outputs back (a bucket not specialized yet borrows a larger one that
+is, ``buckets.BucketedFunction.choose``): a size such a bucket holds compiles nothing;
+a new bucket specializes the program (XLA's compile only).
 
 An op that writes into an argument (in-place, ``out=``) computes the new value padded
 and writes it back sliced, as an exact program does. Not padded (each size compiles
@@ -362,7 +363,7 @@ class PaddedRunner:
         true = _bind(padded, shapes)
         if true is None or not padded.admits(true):  # entry_for checked it: never here
             raise RuntimeError("torchneuron: a padded program was given sizes it does not take")
-        sizes = BucketedFunction(None, bucket_plan, padded.admits).choose(true)
+        sizes = BucketedFunction(None, bucket_plan, padded.admits, padded.chosen).choose(true)
         self.widths = {}
         grown = [list(shape) for shape in shapes]
         for position, dims in bucket_plan.tensor_inputs.items():
