@@ -233,7 +233,7 @@ def _symbolic_with_buckets(job: GraphJob) -> bool:
 
 
 def _bucketed(job: GraphJob):
-    return buckets.compile_bucketed(job.gm, job.name, job.opts, job.inference, job.run_compiled)
+    return buckets.compile_bucketed(job.gm, job.name, job.opts, job.run_compiled)
 
 
 def _symbolic(job: GraphJob) -> bool:

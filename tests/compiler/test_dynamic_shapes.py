@@ -256,6 +256,28 @@ def test_gpt_block_dynamic_sequence_length_mark_dynamic():
     assert stats["per_shape_front_half"] == 0
 
 
+def test_a_training_step_whose_backward_takes_a_product_of_sizes():
+    # flatten(0, 1) of (batch, length) logits: the backward takes the size s0*s1
+    torch.manual_seed(0)
+    model = _Block()
+    compiled = torch.compile(model, backend="neuron", dynamic=True)
+
+    def loss_of(fn, tokens):
+        return nn.functional.cross_entropy(fn(tokens).flatten(0, 1), tokens.flatten())
+
+    for seq in (5, 9):
+        tokens = torch.randint(0, 32, (2, seq))
+        loss_of(compiled, tokens).backward()
+        got = [p.grad.clone() for p in model.parameters()]
+        model.zero_grad()
+        loss_of(model, tokens).backward()
+        for g, p in zip(got, model.parameters()):
+            torch.testing.assert_close(g, p.grad, rtol=1e-4, atol=1e-5)
+        model.zero_grad()
+    stats = dynamic.stats()
+    assert stats["front_half"] == 2 and stats["per_shape_front_half"] == 0
+
+
 def test_export_with_dims_compiles_once_and_refuses_out_of_range(tmp_path):
     from torchneuron.compiler.exported import exported_graph
 

@@ -9,7 +9,7 @@ not specialized yet borrows a larger one that is, within ``BORROW_LIMIT``. A siz
 beyond the last bucket is specialized exactly (no padding).
 
 Padding is only allowed where it cannot change a result. ``plan_buckets`` walks the
-ATen inference graph once and gives every dimension of every tensor a *tag*: ``None``
+ATen graph once and gives every dimension of every tensor a *tag*: ``None``
 when its size does not depend on a bucketed symbol, else the product of *atoms*
 (the symbols, and the static factors merged with them by a view, in row-major order)
 that it is laid out as. A padded position holds arbitrary values (possibly inf or
@@ -28,9 +28,9 @@ NaN), so:
   the op: the backend then runs the graph exactly, unpadded, with one warning (none
   under ``"auto"``: the user named no sizes, and an exact run is what they expect).
 
-Outputs are sliced back to the true sizes. Only inference graphs are bucketed (a
-training forward saves padded activations for its backward); the backend does not
-ask for others.
+Outputs are sliced back to the true sizes, a training forward's saved activations
+included, and a size it returns (saved for its backward) is its true value; the
+backward is planned on its own and pads them again.
 
 The analysis is split along its seams: the tag algebra and the ops by kind
 (``buckets_tags.py``), the rule of each op (``buckets_rules.py``), the walk that
@@ -149,7 +149,6 @@ def compile_bucketed(
     gm: torch.fx.GraphModule,
     name: str,
     options: Any,
-    inference: bool,
     run_compiled: RunCompiled,
 ) -> BucketedFunction | None:
     """``gm`` padded to ``options.buckets`` (a ``BucketedFunction``; ``options``: the
@@ -157,13 +156,6 @@ def compile_bucketed(
     (counted in ``STATS["refusals"]``) when padding could change a result or the graph
     cannot stay symbolic; then the caller runs it at each exact size."""
     try:
-        if not inference:
-            if name.endswith("_backward"):
-                return None  # its forward graph warned already
-            raise BucketRefused(
-                "it is a training graph: its backward would read padded activations; "
-                "buckets apply to inference (torch.no_grad()) graphs"
-            )
         with unset_fake_temporarily():
             if draws_random_words(gm):
                 raise BucketRefused("it draws random numbers")
@@ -188,7 +180,7 @@ def compile_bucketed(
         )
         return None
     STATS["bucketed_graphs"] += 1
-    inner = DynamicGraphFunction(program, size_positions, run_compiled)
+    inner = DynamicGraphFunction(program, size_positions, run_compiled, plan.graph_module)
     return BucketedFunction(inner, plan, admits_of(program.signature))
 
 
@@ -306,6 +298,8 @@ class BucketedFunction:
             mask = torch.arange(padded[symbol]) < true[symbol]
             call.append(mask if device is None or device.type == "cpu" else mask.to(device))
         outputs = list(self.inner(*call))
+        for position, symbol in plan.size_outputs.items():
+            outputs[position] = true[symbol]
         if grown:
             for position, dims in plan.outputs.items():
                 out = outputs[position]

@@ -1,4 +1,4 @@
-"""The bucket analysis: one walk of an inference graph that tags and masks it.
+"""The bucket analysis: one walk of an ATen graph that tags and masks it.
 
 ``plan_buckets`` copies the graph and walks it once (``Analysis``): the symbols come
 from the inputs' shapes, every placeholder's padded dimensions are tagged, every op
@@ -49,6 +49,9 @@ class BucketPlan:
     # output position -> [(axis, symbol)] to slice back to the true size
     outputs: dict[int, list[tuple[int, str]]]
     limits: dict[str, int | None] = field(default_factory=dict)  # each symbol's max
+    # output position -> symbol of a size output (a training forward's saved batch size):
+    # returned at the symbol's true value
+    size_outputs: dict[int, str] = field(default_factory=dict)
 
 
 def plan_buckets(gm: torch.fx.GraphModule, buckets: Sequence[int]) -> BucketPlan:
@@ -76,6 +79,7 @@ def plan_buckets(gm: torch.fx.GraphModule, buckets: Sequence[int]) -> BucketPlan
         mask_symbols=list(analysis.masks),
         outputs=analysis.outputs,
         limits=analysis.limits,
+        size_outputs=analysis.size_outputs,
     )
 
 
@@ -91,6 +95,7 @@ class Analysis(TagRules):
         self.size_inputs: dict[int, str] = {}
         self.masks: dict[str, torch.fx.Node] = {}
         self.outputs: dict[int, list[tuple[int, str]]] = {}
+        self.size_outputs: dict[int, str] = {}
         self.limits: dict[str, int | None] = {}
         self.fake_mode = None
 
@@ -216,8 +221,15 @@ class Analysis(TagRules):
         for position, result in enumerate(results):
             value = result.meta.get("val") if isinstance(result, torch.fx.Node) else result
             if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-                if self._free(value.node.expr):
-                    raise BucketRefused(f"the graph returns the size {value.node.expr}")
+                expr = value.node.expr
+                if not self._free(expr):
+                    continue
+                if (
+                    not isinstance(value, torch.SymInt)
+                    or getattr(expr, "name", None) not in self.symbols
+                ):
+                    raise BucketRefused(f"the graph returns the size {expr}")
+                self.size_outputs[position] = expr.name  # given back at its true value
                 continue
             if not isinstance(value, torch.Tensor):
                 continue

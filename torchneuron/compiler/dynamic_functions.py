@@ -34,7 +34,7 @@ from torchneuron.passes.errors import PassError
 from .compilation import CompiledGraph
 from .dynamic import compile_dynamic_graph
 from .dynamic_program import STATS, DynamicProgram
-from .dynamic_signature import ShapeConstraintError
+from .dynamic_signature import ShapeConstraintError, evaluate, expression_text
 
 # Concrete shapes whose programs one graph keeps loaded (the oldest is dropped first).
 SHAPES_PER_GRAPH = 64
@@ -98,7 +98,21 @@ def compile_symbolic(
             stacklevel=3,
         )
         return None
-    return DynamicGraphFunction(program, size_positions, run_compiled)
+    return DynamicGraphFunction(program, size_positions, run_compiled, gm)
+
+
+def size_input_texts(gm: torch.fx.GraphModule, positions) -> dict[int, str]:
+    """The expression over the symbols of each size placeholder at ``positions``."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    texts = {}
+    for position in positions:
+        value = placeholders[position].meta.get("val")
+        if isinstance(value, torch.SymInt):
+            try:
+                texts[position] = expression_text(value.node.expr)
+            except DynamicShapeError:
+                continue  # the program computes it from the dimensions; nothing to compare
+    return texts
 
 
 class DynamicGraphFunction:
@@ -106,11 +120,16 @@ class DynamicGraphFunction:
     outside its signature is a ``ShapeConstraintError``), specializes it once per
     concrete shape, and calls that program through ``run_compiled``."""
 
-    def __init__(self, program: DynamicProgram, size_positions, run_compiled: RunCompiled) -> None:
+    def __init__(
+        self, program: DynamicProgram, size_positions, run_compiled: RunCompiled, gm=None
+    ) -> None:
         self.program = program
         self.size_positions = set(size_positions)
         self.run_compiled = run_compiled
         self._by_shapes: LRU[tuple, Callable] = LRU(capacity=SHAPES_PER_GRAPH)
+        # each size input's expression over the symbols (a backward's s0*s1), from the
+        # traced graph ``gm`` when given
+        self.size_texts = {} if gm is None else size_input_texts(gm, self.size_positions)
 
     def __call__(self, *args):
         tensor_args = [a for i, a in enumerate(args) if i not in self.size_positions]
@@ -118,7 +137,17 @@ class DynamicGraphFunction:
         values = self.program.signature.bind(shapes)
         for i in sorted(self.size_positions):  # Dynamo's own sizes must agree
             given = args[i]
-            if isinstance(given, int) and given not in values.values():
+            if not isinstance(given, int):
+                continue
+            text = self.size_texts.get(i)
+            if text is None and self.size_texts:
+                continue  # an expression the checker cannot write: computed, not compared
+            if text is not None and evaluate(text, values) != given:
+                raise ShapeConstraintError(
+                    f"size argument {i} is {given}, but {text} is {evaluate(text, values)} "
+                    "by the input dimensions"
+                )
+            if text is None and given not in values.values():
                 raise ShapeConstraintError(
                     f"size argument {i} is {given}, no input dimension has that size"
                 )
