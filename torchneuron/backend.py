@@ -156,14 +156,16 @@ def _dynamo_graph_key(gm: torch.fx.GraphModule, example_inputs, opts) -> str | N
 def _compile_dynamo_graph(gm: torch.fx.GraphModule, example_inputs, opts):
     graph_id = next(_graph_ids)
     input_views: set[str] = set()
+    layouts: dict[str, dict] = {}
+    shared = {"input_views": input_views, "layouts": layouts}
 
     def compile_forward(fx_gm, fx_inputs):
         name = f"graph{graph_id}_forward"
-        return compile_or_fallback(GraphJob(fx_gm, fx_inputs, name, opts, input_views=input_views))
+        return compile_or_fallback(GraphJob(fx_gm, fx_inputs, name, opts, **shared))
 
     def compile_backward(fx_gm, fx_inputs):
         name = f"graph{graph_id}_backward"
-        return compile_or_fallback(GraphJob(fx_gm, fx_inputs, name, opts, input_views=input_views))
+        return compile_or_fallback(GraphJob(fx_gm, fx_inputs, name, opts, **shared))
 
     def compile_inference(fx_gm, fx_inputs):
         name = f"graph{graph_id}_forward"
@@ -201,6 +203,9 @@ class GraphJob:
     # the names of a training forward's outputs that are its inputs' views, which its
     # backward takes by the same names (shared by the two graphs of one Dynamo graph)
     input_views: set[str] = field(default_factory=set)
+    # the merged padded dimensions of a bucketed forward's outputs, by name, which its
+    # bucketed backward takes by the same names (``buckets.compile_bucketed``)
+    layouts: dict[str, dict] = field(default_factory=dict)
 
     def run_compiled(self, compiled) -> NeuronGraphFunction:
         """The callable that runs ``compiled`` (a ``CompiledGraph`` of this graph) on
@@ -233,7 +238,7 @@ def _symbolic_with_buckets(job: GraphJob) -> bool:
 
 
 def _bucketed(job: GraphJob):
-    return buckets.compile_bucketed(job.gm, job.name, job.opts, job.run_compiled)
+    return buckets.compile_bucketed(job.gm, job.name, job.opts, job.run_compiled, job.layouts)
 
 
 def _symbolic(job: GraphJob) -> bool:

@@ -318,3 +318,55 @@ def test_a_training_graph_with_named_buckets_pads_and_is_exact():
     model(x).square().sum().backward()
     torch.testing.assert_close(got, model.weight.grad, rtol=1e-5, atol=1e-5)
     assert buckets.stats()["refusals"] == 0 and buckets.stats()["padded_calls"] == 2
+
+
+class _TinyLM(nn.Module):
+    """Embedding, a linear head, and cross-entropy over flatten(0, 1) of the logits: the
+    forward saves activations whose batch and length are one merged dimension."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(32, 16)
+        self.head = nn.Linear(16, 32)
+
+    def forward(self, tokens):
+        logits = self.head(torch.tanh(self.embed(tokens)))
+        return F.cross_entropy(logits.flatten(0, 1), tokens.flatten())
+
+
+def test_a_training_step_with_merged_dimensions_is_padded_and_exact():
+    torch.manual_seed(0)
+    model = _TinyLM()
+    reference = _TinyLM()
+    reference.load_state_dict(model.state_dict())
+    compiled = torch.compile(model, backend="neuron", dynamic=True)
+    specialized = []
+    for batch, length in ((2, 5), (3, 7), (2, 3), (3, 8), (2, 6)):
+        tokens = torch.randint(0, 32, (batch, length))
+        loss = compiled(tokens)
+        loss.backward()
+        want = reference(tokens)
+        want.backward()
+        torch.testing.assert_close(loss, want, rtol=1e-5, atol=1e-6)
+        for got, ref in zip(model.parameters(), reference.parameters()):
+            # the embedding's gradient is an accumulating index_put over padded tokens
+            torch.testing.assert_close(got.grad, ref.grad, rtol=1e-4, atol=1e-6)
+            got.grad = ref.grad = None
+        specialized.append(dynamic.stats()["specializations"])
+    stats = buckets.stats()
+    assert stats["bucketed_graphs"] == 2 and stats["refusals"] == 0
+    # (2, 6) runs at (2, 6), chosen for (2, 5): forward and backward compile nothing
+    assert specialized[-1] == specialized[-2]
+
+
+def test_a_plain_index_put_along_a_padded_index_is_refused():
+    def write(index):
+        values = index.unsqueeze(1).float().expand(-1, 3) + 1.0
+        return torch.zeros(16, 3).index_put((index,), values)
+
+    compiled = torch.compile(write, backend="neuron", options={"buckets": [8]})
+    index = _marked(torch.tensor([1, 4, 9, 2, 7]), 0)
+    # padded positions would write row 0: refused, run at the exact size
+    with pytest.warns(UserWarning, match="writes by data"):
+        got = compiled(index)
+    torch.testing.assert_close(got, write(index))

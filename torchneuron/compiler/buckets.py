@@ -58,7 +58,7 @@ from .buckets_analysis import BucketPlan, plan_buckets
 from .buckets_tags import BucketRefused, NothingToBucket
 from .dynamic import compile_dynamic_graph
 from .dynamic_functions import DynamicGraphFunction, RunCompiled, draws_random_words
-from .dynamic_signature import ShapeConstraintError, SymbolicSignature, holds
+from .dynamic_signature import ShapeConstraintError, SymbolicSignature, evaluate, holds
 
 __all__ = [
     "MAX_BUCKETS",
@@ -150,16 +150,19 @@ def compile_bucketed(
     name: str,
     options: Any,
     run_compiled: RunCompiled,
+    layouts: dict | None = None,
 ) -> BucketedFunction | None:
     """``gm`` padded to ``options.buckets`` (a ``BucketedFunction``; ``options``: the
     backend's target, pipeline, dump_dir and buckets), or None after one warning
     (counted in ``STATS["refusals"]``) when padding could change a result or the graph
-    cannot stay symbolic; then the caller runs it at each exact size."""
+    cannot stay symbolic; then the caller runs it at each exact size. ``layouts``
+    (shared by a training forward and its backward): the merged dimensions of the
+    outputs each planned graph returns, by name, read by the graph that takes them."""
     try:
         with unset_fake_temporarily():
             if draws_random_words(gm):
                 raise BucketRefused("it draws random numbers")
-            plan = plan_buckets(gm, options.buckets)
+            plan = plan_buckets(gm, options.buckets, layouts)
             program, size_positions = compile_dynamic_graph(
                 plan.graph_module,
                 name=name,
@@ -180,6 +183,8 @@ def compile_bucketed(
         )
         return None
     STATS["bucketed_graphs"] += 1
+    if layouts is not None:  # for the graph that takes this one's outputs (its backward)
+        layouts.update(plan.layouts)
     inner = DynamicGraphFunction(program, size_positions, run_compiled, plan.graph_module)
     return BucketedFunction(inner, plan, admits_of(program.signature))
 
@@ -289,26 +294,70 @@ class BucketedFunction:
         grown = any(padded[s] != v for s, v in true.items())
         STATS["padded_calls" if grown else "exact_calls"] += 1
         call = list(args)
+        for position, dims in plan.merged_inputs.items():
+            for axis, atoms in dims:
+                call[position] = _regrow(call[position], axis, atoms, true, padded, position)
         for position, dims in plan.tensor_inputs.items():
-            call[position] = _pad(args[position], {a: padded[s] for a, s in dims})
+            call[position] = _pad(call[position], {a: padded[s] for a, s in dims})
         for position, symbol in plan.size_inputs.items():
             call[position] = padded[symbol]
+        for position, text in plan.size_input_exprs.items():
+            if evaluate(text, true) != args[position]:
+                raise ShapeConstraintError(
+                    f"size argument {position} is {args[position]} but {text} is "
+                    f"{evaluate(text, true)} by the input dimensions"
+                )
+            call[position] = evaluate(text, padded)
         device = next((a.device for a in args if isinstance(a, torch.Tensor)), None)
         for symbol in plan.mask_symbols:
             mask = torch.arange(padded[symbol]) < true[symbol]
             call.append(mask if device is None or device.type == "cpu" else mask.to(device))
         outputs = list(self.inner(*call))
-        for position, symbol in plan.size_outputs.items():
-            outputs[position] = true[symbol]
+        for position, text in plan.size_outputs.items():
+            outputs[position] = evaluate(text, true)
         if grown:
-            for position, dims in plan.outputs.items():
+            for position in {*plan.outputs, *plan.merged_outputs}:
                 out = outputs[position]
                 if out is None:
                     continue
-                for axis, symbol in dims:
+                for axis, symbol in plan.outputs.get(position, ()):
                     out = out.narrow(axis, 0, true[symbol])
+                for axis, atoms in plan.merged_outputs.get(position, ()):
+                    out = _unmerge(out, axis, atoms, true, padded)
                 outputs[position] = out.clone(memory_format=torch.contiguous_format)
         return outputs
+
+
+def _sizes_of(atoms: tuple, values: dict[str, int]) -> list[int]:
+    return [a if isinstance(a, int) else values[a] for a in atoms]
+
+
+def _regrow(tensor, axis: int, atoms: tuple, true, padded, position: int) -> torch.Tensor:
+    """``tensor`` whose dimension ``axis`` merges ``atoms`` (row-major), each symbol's
+    part grown from its true size to its padded one."""
+    true_sizes, padded_sizes = _sizes_of(atoms, true), _sizes_of(atoms, padded)
+    shape = list(tensor.shape)
+    if math.prod(true_sizes) != shape[axis]:
+        raise ShapeConstraintError(
+            f"input {position} dimension {axis} is {shape[axis]}, but the graph takes it "
+            f"as {' * '.join(map(str, atoms))} = {math.prod(true_sizes)}"
+        )
+    if true_sizes == padded_sizes:
+        return tensor
+    split = tensor.reshape(shape[:axis] + true_sizes + shape[axis + 1 :])
+    split = _pad(split, {axis + k: size for k, size in enumerate(padded_sizes)})
+    return split.reshape(shape[:axis] + [math.prod(padded_sizes)] + shape[axis + 1 :])
+
+
+def _unmerge(tensor, axis: int, atoms: tuple, true, padded) -> torch.Tensor:
+    """``tensor`` whose dimension ``axis`` merges ``atoms`` at their padded sizes, each
+    symbol's part cut back to its true size."""
+    true_sizes, padded_sizes = _sizes_of(atoms, true), _sizes_of(atoms, padded)
+    shape = list(tensor.shape)
+    split = tensor.reshape(shape[:axis] + padded_sizes + shape[axis + 1 :])
+    for k, size in enumerate(true_sizes):
+        split = split.narrow(axis + k, 0, size)
+    return split.reshape(shape[:axis] + [math.prod(true_sizes)] + shape[axis + 1 :])
 
 
 def _pad(tensor: torch.Tensor, sizes: dict[int, int]) -> torch.Tensor:

@@ -18,6 +18,8 @@ from typing import Any
 import torch
 import torch.fx
 
+from torchneuron.errors import TorchNeuronError
+
 from .buckets_rules import RULES, TagRules
 from .buckets_tags import (
     ELEMENTWISE,
@@ -49,18 +51,38 @@ class BucketPlan:
     # output position -> [(axis, symbol)] to slice back to the true size
     outputs: dict[int, list[tuple[int, str]]]
     limits: dict[str, int | None] = field(default_factory=dict)  # each symbol's max
-    # output position -> symbol of a size output (a training forward's saved batch size):
-    # returned at the symbol's true value
+    # output position -> expression of a size output (a training forward's saved batch
+    # size): returned at its true value
     size_outputs: dict[int, str] = field(default_factory=dict)
+    # placeholder position -> expression of a size input that is arithmetic of symbols
+    # (a backward's s0*s1): given at its padded value
+    size_input_exprs: dict[int, str] = field(default_factory=dict)
+    # a dimension that merges a padded one with others, row-major (flatten(0, 1) of a
+    # batch and a length): position -> [(axis, atoms)], each atom a symbol's name or an int
+    merged_inputs: dict[int, list[tuple[int, tuple]]] = field(default_factory=dict)
+    merged_outputs: dict[int, list[tuple[int, tuple]]] = field(default_factory=dict)
+    # output node name -> {axis: atoms} of its merged dimensions, for the graph that
+    # takes the output by that name (a training forward's saved activation, its backward)
+    layouts: dict[str, dict[int, tuple]] = field(default_factory=dict)
+
+    @property
+    def merges(self) -> bool:
+        """Whether a size or dimension is arithmetic of symbols (eager ops refuse it)."""
+        return bool(
+            self.size_outputs or self.size_input_exprs or self.merged_inputs or self.merged_outputs
+        )
 
 
-def plan_buckets(gm: torch.fx.GraphModule, buckets: Sequence[int]) -> BucketPlan:
+def plan_buckets(
+    gm: torch.fx.GraphModule, buckets: Sequence[int], layouts: dict | None = None
+) -> BucketPlan:
     """A copy of ``gm`` whose reductions over padded dimensions are masked, and how to
-    pad its inputs and slice its outputs; ``BucketRefused`` saying why not."""
+    pad its inputs and slice its outputs; ``BucketRefused`` saying why not. ``layouts``:
+    the merged dimensions of inputs another graph returned (``BucketPlan.layouts``)."""
     graph = torch.fx.Graph()
     output = graph.graph_copy(gm.graph, {}, return_output_node=True)
     graph.output(output[0] if isinstance(output, tuple) else output)
-    analysis = Analysis(graph)
+    analysis = Analysis(graph, layouts or {})
     try:
         analysis.run()
     except BucketRefused:
@@ -80,14 +102,19 @@ def plan_buckets(gm: torch.fx.GraphModule, buckets: Sequence[int]) -> BucketPlan
         outputs=analysis.outputs,
         limits=analysis.limits,
         size_outputs=analysis.size_outputs,
+        size_input_exprs=analysis.size_input_exprs,
+        merged_inputs=analysis.merged_inputs,
+        merged_outputs=analysis.merged_outputs,
+        layouts=analysis.layouts,
     )
 
 
 class Analysis(TagRules):
     """Tags every value of ``graph`` (see the module docstring), masking as it goes."""
 
-    def __init__(self, graph: torch.fx.Graph):
+    def __init__(self, graph: torch.fx.Graph, layouts: dict | None = None):
         self.graph = graph
+        self.given_layouts = layouts or {}
         self.tags: dict[torch.fx.Node, Any] = {}
         self.symbols: dict[str, Any] = {}  # name -> sympy symbol
         self.carriers: dict[str, torch.SymInt] = {}  # name -> a SymInt that is the symbol
@@ -96,6 +123,10 @@ class Analysis(TagRules):
         self.masks: dict[str, torch.fx.Node] = {}
         self.outputs: dict[int, list[tuple[int, str]]] = {}
         self.size_outputs: dict[int, str] = {}
+        self.size_input_exprs: dict[int, str] = {}
+        self.merged_inputs: dict[int, list[tuple[int, tuple]]] = {}
+        self.merged_outputs: dict[int, list[tuple[int, tuple]]] = {}
+        self.layouts: dict[str, dict[int, tuple]] = {}
         self.limits: dict[str, int | None] = {}
         self.fake_mode = None
 
@@ -148,21 +179,26 @@ class Analysis(TagRules):
         if isinstance(value, torch.SymInt):
             expr = value.node.expr
             if self._free(expr):
-                if not isinstance(expr, sympy.Symbol):
-                    raise BucketRefused(f"size input {node.name} = {expr} is not one symbol")
-                self.size_inputs[position] = expr.name
+                if isinstance(expr, sympy.Symbol):
+                    self.size_inputs[position] = expr.name
+                else:
+                    self.size_input_exprs[position] = self._expression(expr, node.name)
             return
         if not isinstance(value, torch.Tensor):
             if isinstance(value, (torch.SymFloat, torch.SymBool)):
                 raise BucketRefused(f"graph input {node.name} is a symbolic {type(value)}")
             return
-        tags, padded = [], []
+        tags, padded, merged = [], [], []
+        layout = self.given_layouts.get(node.name, {})
         for axis, expr in enumerate(exprs(value)):
             if not self._free(expr):
                 tags.append(None)
             elif isinstance(expr, sympy.Symbol):
                 tags.append((expr,))
                 padded.append((axis, expr.name))
+            elif axis in layout and same(product(self._atoms(layout[axis])), expr):
+                tags.append(self._atoms(layout[axis]))
+                merged.append((axis, layout[axis]))
             else:
                 raise BucketRefused(
                     f"input {node.name} dimension {axis} has size {expr}, not one symbol: "
@@ -171,6 +207,25 @@ class Analysis(TagRules):
         self.tags[node] = tuple(tags)
         if padded:
             self.tensor_inputs[position] = padded
+        if merged:
+            self.merged_inputs[position] = merged
+
+    def _atoms(self, names: tuple) -> tuple:
+        """A layout's atoms (symbol names and ints) as tags hold them."""
+        unbound = [a for a in names if not isinstance(a, int) and a not in self.symbols]
+        if unbound:
+            raise BucketRefused(
+                f"symbol {unbound[0]} is no input's whole dimension: a call cannot bind it"
+            )
+        return tuple(a if isinstance(a, int) else self.symbols[a] for a in names)
+
+    def _expression(self, expr, where: str) -> str:
+        from .dynamic_signature import expression_text
+
+        try:
+            return expression_text(expr)
+        except TorchNeuronError:
+            raise BucketRefused(f"{where} = {expr} has no form the runtime evaluates") from None
 
     def _free(self, expr) -> bool:
         """Whether ``expr`` depends on a bucketed symbol."""
@@ -224,27 +279,27 @@ class Analysis(TagRules):
                 expr = value.node.expr
                 if not self._free(expr):
                     continue
-                if (
-                    not isinstance(value, torch.SymInt)
-                    or getattr(expr, "name", None) not in self.symbols
-                ):
+                if not isinstance(value, torch.SymInt):
                     raise BucketRefused(f"the graph returns the size {expr}")
-                self.size_outputs[position] = expr.name  # given back at its true value
+                # given back at its true value
+                self.size_outputs[position] = self._expression(expr, f"output {position}")
                 continue
             if not isinstance(value, torch.Tensor):
                 continue
-            sliced = []
+            sliced, merged = [], []
             for axis, tag in enumerate(self.tags[result]):
                 if tag is None:
                     continue
-                if len(tag) != 1:
-                    raise BucketRefused(
-                        f"output {position} dimension {axis} merges a padded dimension "
-                        f"with others ({product(tag)}): it cannot be sliced back"
-                    )
-                sliced.append((axis, tag[0].name))
+                if len(tag) == 1:
+                    sliced.append((axis, tag[0].name))
+                    continue
+                merged.append((axis, tuple(_atom_name(a) for a in tag)))
             if sliced:
                 self.outputs[position] = sliced
+            if merged:
+                self.merged_outputs[position] = merged
+                if isinstance(result, torch.fx.Node):
+                    self.layouts[result.name] = dict(merged)
 
     # -- helpers
 
@@ -400,3 +455,14 @@ class Analysis(TagRules):
             self.tags[node] = clean(value)
             return
         rule(self, node)
+
+
+def _atom_name(atom) -> str | int:
+    """A tag's atom as a layout keeps it: a symbol's name, or a static factor's int."""
+    import sympy
+
+    if isinstance(atom, int) or isinstance(atom, sympy.Integer):
+        return int(atom)
+    if isinstance(atom, sympy.Symbol):
+        return atom.name
+    raise BucketRefused(f"a merged dimension has the factor {atom}, neither a symbol nor an int")

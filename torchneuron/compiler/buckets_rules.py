@@ -373,6 +373,48 @@ class TagRules:
                 raise BucketRefused(f"{describe(node)}: values laid out differently")
         self.tags[node] = tuple(tags)
 
+    def _index_put(self, node) -> None:
+        # Each position of the broadcast index writes a slice of the values into the
+        # destination at a row the data names. An accumulating write whose padded
+        # positions add zero (values masked) at row 0 (indices masked) leaves every row
+        # exact; a plain write would overwrite row 0, and a padded destination row is
+        # data-addressed: both refused.
+        destination, indices, values = node.args[0], node.args[1], node.args[2]
+        accumulate = node.args[3] if len(node.args) > 3 else node.kwargs.get("accumulate", False)
+        tags = self.tags[destination]
+        if any(index is None for index in indices):
+            raise self._refuse_along(node, "indexes with gaps")
+        if any(t is not None for t in tags[: len(indices)]):
+            raise self._refuse_along(node, "scatters by data")
+        rank = max(len(self.tags[index]) for index in indices)
+        index_tags: list = [None] * rank
+        for index in indices:
+            own = self.tags[index]
+            for axis, tag in enumerate(own, start=rank - len(own)):
+                if tag is not None and index_tags[axis] not in (None, tag):
+                    raise BucketRefused(f"{describe(node)}: indices laid out differently")
+                index_tags[axis] = index_tags[axis] or tag
+        trailing = tuple(tags[len(indices) :])
+        expected = (*index_tags, *trailing)
+        value_tags = self.tags[values] if isinstance(values, torch.fx.Node) else ()
+        for axis, tag in enumerate(value_tags, start=len(expected) - len(value_tags)):
+            if tag is not None and tag != expected[axis]:
+                raise BucketRefused(f"{describe(node)}: values laid out differently")
+        padded = [axis for axis, tag in enumerate(index_tags) if tag is not None]
+        if padded and not accumulate:
+            raise self._refuse_along(node, "writes by data")
+        if padded:
+            masked = []
+            for index in indices:
+                own = len(self.tags[index])
+                axes = [axis - (rank - own) for axis in padded if axis >= rank - own]
+                masked.append(self._masked(node, index, axes, "zero"))
+            node.update_arg(1, masked)
+            offset = len(expected) - len(value_tags)
+            axes = [axis - offset for axis in padded if axis >= offset]
+            node.update_arg(2, self._masked(node, values, axes, "zero"))
+        self.tags[node] = tuple(tags)
+
     def _layer_norm(self, node) -> None:
         tags = self.tags[node.args[0]]
         count = len(node.args[1])
@@ -421,6 +463,7 @@ RULES = {
     aten.scatter.value: TagRules._scatter,
     aten.scatter.src: TagRules._scatter,
     aten.scatter_add.default: TagRules._scatter,
+    aten.index_put.default: TagRules._index_put,
     aten.native_layer_norm.default: TagRules._layer_norm,
     torch.ops.torchneuron.check.default: TagRules._check,
 }

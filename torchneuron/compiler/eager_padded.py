@@ -92,6 +92,8 @@ def _compile(op_name, specs, dynamic, traced_fn, buckets, fresh_count, target) -
         raise PaddingRefused(f"{op_name}: it draws random numbers")
     try:
         plan = plan_buckets(gm, buckets)
+        if plan.merges:  # the padded runner pads and slices whole dimensions only
+            raise BucketRefused("a size or dimension is arithmetic of symbols")
         program, size_positions = compile_dynamic_graph(
             plan.graph_module, name=_program_name(op_name), target=target
         )
