@@ -443,6 +443,11 @@ def section_dynamic(lengths: list[int]) -> None:
                 f"  {' '.join(f'{k}={v}' for k, v in figures['stats'].items())}"
             )
     print(f"process wall times: {runs[0][1]['process']:.1f} s, {runs[1][1]['process']:.1f} s")
+    for mode in ("inference", "training"):
+        # a length whose bucket an earlier length's bucket holds compiles nothing
+        each = runs[0][1][f"neuron {mode}"]["new"]
+        listed = ", ".join(f"{n}: {t * 1e3:.0f}" for n, t in zip(lengths, each))
+        print(f"neuron {mode}, process 1, ms per new length: {listed}")
     for backend, mode in itertools.product(("neuron", "inductor"), ("inference", "training")):
         one, two = (report[f"{backend} {mode}"] for _, report in runs)
         print(

@@ -220,8 +220,12 @@ class Analysis(TagRules):
         return tuple(a if isinstance(a, int) else self.symbols[a] for a in names)
 
     def _expression(self, expr, where: str) -> str:
+        """``expr`` as the runtime evaluates it; every symbol in it must be bound."""
         from .dynamic_signature import expression_text
 
+        unbound = sorted(s.name for s in expr.free_symbols if s.name not in self.symbols)
+        if unbound:
+            raise BucketRefused(f"{where} = {expr} uses {unbound[0]}, no input's whole dimension")
         try:
             return expression_text(expr)
         except TorchNeuronError:
@@ -293,7 +297,9 @@ class Analysis(TagRules):
                 if len(tag) == 1:
                     sliced.append((axis, tag[0].name))
                     continue
-                merged.append((axis, tuple(_atom_name(a) for a in tag)))
+                atoms = tuple(_atom_name(a) for a in tag)
+                self._atoms(atoms)  # each symbol bound by the call
+                merged.append((axis, atoms))
             if sliced:
                 self.outputs[position] = sliced
             if merged:
