@@ -536,12 +536,31 @@ void register_numpy_view(at::ScalarType dtype, at::ScalarType carrier, pybind11:
 }
 
 // Numpy arrays over the host data of `tensors` (zero-copy where dense and plain).
-pybind11::list host_arrays(const std::vector<at::Tensor>& tensors) {
+// `orders[i]`, where given and not None, is the axis order (outermost first) in which
+// tensor i is laid out densely: its array is the tensor permuted to that order, which
+// is contiguous, so a transposed weight reaches its program without a copy (the program
+// takes it in that order and permutes it back: compiled.dense_orders).
+pybind11::list host_arrays(const std::vector<at::Tensor>& tensors,
+                           const pybind11::object& orders = pybind11::none()) {
   pybind11::list arrays(tensors.size());
+  const bool ordered = !orders.is_none();
   for (size_t i = 0; i < tensors.size(); ++i) {
     const at::Tensor& tensor = tensors[i];
-    // A CPU operand (a 0-d tensor standing for a scalar) may require grad.
-    at::Tensor host = host_input(tensor.device().type() == kNeuron ? tensor : tensor.detach());
+    at::Tensor host;
+    pybind11::object order = ordered ? pybind11::object(orders[pybind11::int_(i)]) : pybind11::none();
+    if (!order.is_none()) {  // a neuron tensor, or a launch's host alias of one
+      host = (tensor.device().type() == kNeuron ? host_alias(tensor, false) : tensor)
+                 .permute(order.cast<std::vector<int64_t>>());
+      if (host.is_conj() || host.is_neg()) {
+        host = host.resolve_conj().resolve_neg();
+      }
+      if (!host.is_contiguous()) {  // not the layout the order promised: a copy
+        host = host.contiguous();
+      }
+    } else {
+      // A CPU operand (a 0-d tensor standing for a scalar) may require grad.
+      host = host_input(tensor.device().type() == kNeuron ? tensor : tensor.detach());
+    }
     auto view = g_numpy_views.find(static_cast<int>(host.scalar_type()));
     if (view == g_numpy_views.end()) {
       arrays[i] = pybind11::reinterpret_steal<pybind11::object>(torch::utils::tensor_to_numpy(host));
@@ -903,7 +922,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         pybind11::arg("dtype"), pybind11::arg("carrier"), pybind11::arg("numpy_dtype"),
         pybind11::arg("carrier_numpy_name"));
   m.def("host_arrays", &host_arrays,
-        "Numpy arrays over the host data of neuron tensors (copies only where not dense).");
+        "Numpy arrays over the host data of neuron tensors (copies only where not dense); "
+        "`orders[i]` permutes tensor i to the order it is laid out in.",
+        pybind11::arg("tensors"), pybind11::arg("orders") = pybind11::none());
   m.def("device_tensors_from", &device_tensors_from,
         "New neuron tensors (sizes, strides, dtype per meta) holding numpy arrays' values.",
         pybind11::arg("arrays"), pybind11::arg("metas"), pybind11::arg("device"));
@@ -914,8 +935,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
                               "A queued launch's captured host inputs and output aliases.")
       .def_property_readonly("inputs", [](const HostViews& v) { return v.inputs; })
       .def_property_readonly("outputs", [](const HostViews& v) { return v.outputs; })
-      .def("arrays", [](const HostViews& v) { return host_arrays(v.inputs); },
-           "Numpy arrays over the inputs' bytes as they are now.")
+      .def("arrays", [](const HostViews& v, const pybind11::object& orders) {
+        return host_arrays(v.inputs, orders);
+      }, "Numpy arrays over the inputs' bytes as they are now (permuted to `orders`).",
+           pybind11::arg("orders") = pybind11::none())
       .def("write", [](const HostViews& v, const pybind11::sequence& arrays) {
         write_arrays(v.outputs, arrays);
       }, "Copy the program's results into the outputs, in order.");

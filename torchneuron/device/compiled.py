@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch._prims_common import make_contiguous_strides_for
 
 from torchneuron.device import (
     _C,
@@ -92,6 +93,9 @@ class Entry:
     native_metas: Any = None
     # calls run (``padded`` measures a shape change against shapes that ran twice)
     runs: int = 0
+    # per tensor input, the axis order it is laid out densely in when that is not its
+    # own (a transposed weight), else None; None when no input is (``dense_orders``)
+    dense_orders: tuple | None = None
 
     route = Route.COMPILED
 
@@ -177,7 +181,7 @@ def _run_program(
         # argument of another shape is an input of the program as it is, and is resized
         # only once the program has run.
         streams.synchronize(device)
-        inputs = _C.host_arrays(tensors)
+        inputs = _C.host_arrays(tensors, entry.dense_orders)
         inputs.extend(scalar_arrays)
         outputs = entry.program.execute(device, inputs)
         return _assemble(plan, values, entry, outputs, device)
@@ -446,6 +450,15 @@ def _compile(plan: OpPlan, values: list, key: tuple, tensors: list, scalars: lis
 
     arrays.register_numpy_views()  # every compiled entry runs after this
     specs = [eager.TensorSpec(tuple(t.shape), tuple(t.stride()), t.dtype) for t in tensors]
+    orders = dense_orders(tensors)
+    key_parts = _stable_key(key)
+    if orders is not None:  # such inputs arrive in their dense order (``_C.host_arrays``)
+        for position, order in enumerate(orders):
+            if order is not None:
+                shape = tuple(specs[position].shape[axis] for axis in order)
+                strides = tuple(make_contiguous_strides_for(shape))
+                specs[position] = eager.TensorSpec(shape, strides, specs[position].dtype)
+        key_parts = (*key_parts, ("dense orders", orders))
     try:
         fresh, mutated_shapes = output_metadata(plan, values)
     except MetaUnavailable as error:
@@ -456,11 +469,13 @@ def _compile(plan: OpPlan, values: list, key: tuple, tensors: list, scalars: lis
     computed = tuple(_computed(meta) for meta in fresh if meta is not None)
     mutated_computed = tuple(0 not in shape for shape in mutated_shapes)
     traced_fn = _traceable(plan, values, len(tensors), computed, mutated_computed)
+    if orders is not None:
+        traced_fn = _permuted_back(traced_fn, orders)
     output_count = sum(computed) + sum(mutated_computed)
     try:
         program = programs.compile_resident(
             plan.name,
-            _stable_key(key),
+            key_parts,
             specs + [eager.TensorSpec((), (), arrays.torch_dtype(d)) for d in scalar_dtypes],
             traced_fn,
             output_count,
@@ -473,10 +488,43 @@ def _compile(plan: OpPlan, values: list, key: tuple, tensors: list, scalars: lis
             mutated_shapes,
             divisor=_divisor(plan, values),
             checked=bool(program.program_on(device).manifest.get("checks")),
+            dense_orders=orders,
         )
     except eager.OpCompileError as error:
         return HostOnly(error.reason)
     return entry
+
+
+def dense_orders(tensors: list) -> tuple | None:
+    """For each tensor laid out densely in an order that is not its own (a transposed
+    weight, ``w.t()``), that order, outermost axis first; None for the others; None when
+    no tensor is. Such an input reaches its program in that order, without the copy that
+    making it contiguous would be (``_C.host_arrays``), and the program permutes it back
+    (``_permuted_back``), which XLA folds into the op that reads it."""
+    orders = [
+        padded.dense_order(tuple(t.shape), tuple(t.stride()))
+        if t.dim() >= 2 and not t.is_contiguous() and not t.is_conj() and not t.is_neg()
+        else None
+        for t in tensors
+    ]
+    return tuple(orders) if any(order is not None for order in orders) else None
+
+
+def _permuted_back(traced_fn: Callable, orders: tuple) -> Callable:
+    """``traced_fn`` taking each input of ``orders`` in that dense order."""
+    inverses = [
+        None if order is None else tuple(sorted(range(len(order)), key=order.__getitem__))
+        for order in orders
+    ]
+
+    def traced(*flat):
+        flat = list(flat)
+        for position, inverse in enumerate(inverses):
+            if inverse is not None:
+                flat[position] = flat[position].permute(inverse)
+        return traced_fn(*flat)
+
+    return traced
 
 
 def _stable_key(key: tuple) -> tuple:

@@ -100,7 +100,7 @@ class Launch:
     def run(self) -> None:
         """Execute the program on the inputs as they are now; write the outputs."""
         views = self.views
-        arrays = views.arrays()
+        arrays = views.arrays(self.entry.dense_orders)
         if self.scalars:
             arrays.extend(self.scalars)
         views.write(self.entry.program.execute(self.device, arrays))

@@ -86,6 +86,7 @@ class PaddedEntry:
     )
     route = Route.PADDED
     divisor = None
+    dense_orders = None  # padded programs take every input in its own order
 
     def __init__(
         self, padded: Any, scalar_dtypes: tuple, fresh: tuple, mutated: tuple, checked: bool
@@ -119,7 +120,7 @@ def shape_class(key: tuple) -> tuple[tuple, tuple[tuple[int, ...], ...]] | None:
     shapes: list[tuple[int, ...]] = []
     for part in key:
         if _is_tensor_part(part):
-            order = None if part[2] is None else _dense_order(tuple(part[1]), part[2])
+            order = None if part[2] is None else dense_order(tuple(part[1]), part[2])
             if part[2] is not None and order is None:
                 return None
             parts.append((part[0], len(part[1]), order, part[3]))
@@ -131,7 +132,7 @@ def shape_class(key: tuple) -> tuple[tuple, tuple[tuple[int, ...], ...]] | None:
     return tuple(parts), tuple(shapes)
 
 
-def _dense_order(shape: tuple, stride: tuple) -> tuple | None:
+def dense_order(shape: tuple, stride: tuple) -> tuple | None:
     """The axes from outermost to innermost of a dense permuted layout, else None."""
     order = tuple(sorted(range(len(shape)), key=lambda axis: (-stride[axis], -axis)))
     expected = 1
