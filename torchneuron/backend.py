@@ -169,7 +169,7 @@ def _compile_dynamo_graph(gm: torch.fx.GraphModule, example_inputs, opts):
 
     def compile_inference(fx_gm, fx_inputs):
         name = f"graph{graph_id}_forward"
-        return compile_or_fallback(GraphJob(fx_gm, fx_inputs, name, opts, inference=True))
+        return compile_or_fallback(GraphJob(fx_gm, fx_inputs, name, opts))
 
     compiler = aot_autograd(
         fw_compiler=compile_forward,
@@ -199,7 +199,6 @@ class GraphJob:
     example_inputs: Sequence[Any]
     name: str  # graph<k>_forward, graph<k>_backward, ..._part<i>, ..._<shape index>
     opts: NeuronBackendOptions
-    inference: bool = False
     # the names of a training forward's outputs that are its inputs' views, which its
     # backward takes by the same names (shared by the two graphs of one Dynamo graph)
     input_views: set[str] = field(default_factory=set)
