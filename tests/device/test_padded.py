@@ -164,3 +164,16 @@ def test_a_new_size_runs_at_a_larger_bucket_already_compiled():
     assert dynamic.stats()["specializations"] == 0
     scaled(5)  # 24 is 4.8x 5: its own bucket, 6, for each of the two ops
     assert dynamic.stats()["specializations"] == 2
+
+
+def test_shapes_met_in_one_round_are_not_a_change_of_size():
+    a = torch.randn(8, 16).to("neuron")
+    w1, w2 = torch.randn(16, 32).to("neuron"), torch.randn(16, 48).to("neuron")
+    for _ in range(2):  # twice inside one round: as a model's layers in its first step
+        a @ w1
+    a @ w2  # another layer's weight: compiled exactly, not padded
+    assert padded.stats()["padded_programs"] == 0
+    (a @ w2).cpu()  # the host waits for results: the round ends
+    b = torch.randn(5, 16)
+    torch.testing.assert_close((b.to("neuron") @ w1).cpu(), b @ w1.cpu())  # a new batch size
+    assert padded.stats()["padded_programs"] == 1

@@ -36,6 +36,7 @@ from torchneuron.device import stream_api, streams
 from torchneuron.device.compiled import compiled_cache_info, run_compiled
 from torchneuron.device.host import run_on_host, run_random
 from torchneuron.device.plan import DEVICE_TYPE, OpPlan, Route, flatten, plan_for, plans_by_op
+from torchneuron.device.streams import op_depth
 
 __all__ = ["compiled_cache_info", "install", "run_op"]
 
@@ -47,6 +48,15 @@ RANDOM = Route.RANDOM
 
 def run_op(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
     """Run one ATen op call whose dispatch key is PrivateUse1."""
+    depth = op_depth  # the host reads an op makes end no round (``streams.rounds``)
+    depth.depth += 1
+    try:
+        return _run_op(op, args, kwargs)
+    finally:
+        depth.depth -= 1
+
+
+def _run_op(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
     plan = plans_by_op.get(op) or plan_for(op)
     values = plan.normalize(args, kwargs)
     if plan.host_indices is not None:

@@ -183,6 +183,7 @@ def synchronize(device: Any = None) -> None:
     """Wait for every op queued on the device; raises an error an op raised asynchronously."""
     from torchneuron.device import streams
 
+    streams.end_round()
     streams.synchronize(_index(device))
 
 

@@ -4,9 +4,11 @@ A compiled op is keyed by its call signature, shapes included, so every new batc
 size used to trace, lower and compile each op of a step again (~90 ms an op). Here
 an op's signatures are grouped into *shape classes* (the signature with each
 tensor's shape reduced to its rank and layout order). The first shapes of a class
-compile exactly, as before. Once a shape of the class has run twice (so two shapes
-seen in one step, another layer's, do not count as a change), a new shape is
-measured against the closest such shape: the sizes that changed become symbolic (equal
+compile exactly, as before. Once a shape of the class has run again in a later round
+of the host's work than its first (``streams.rounds``: a host read that waited for
+queued ops, ``torch.neuron.synchronize()`` or an optimizer step ends one), a new shape is
+measured against the closest such shape; the shapes a model's layers meet inside its
+first step are never taken for a change of size: the sizes that changed become symbolic (equal
 ones share a symbol) and the op is compiled once as a padded program
 (``compiler/eager_padded.py``: the bucket analysis proves padding exact, reductions
 over padded positions are masked). From then on a call of the class pads its inputs
@@ -38,7 +40,7 @@ import torch
 from torch._prims_common import make_contiguous_strides_for
 
 from torchneuron.counters import Counters
-from torchneuron.device import _C, arrays
+from torchneuron.device import _C, arrays, streams
 from torchneuron.device.plan import Route
 from torchneuron.lru import LRU
 
@@ -175,7 +177,7 @@ def saw_exact(key: tuple, entry: Any) -> None:
         _classes.put(class_key, known)
     known.checked = known.checked or bool(entry.checked)
     if len(known.seen) < _SEEN_PER_CLASS:
-        known.seen.append((shapes, entry))
+        known.seen.append((shapes, entry, streams.rounds()))
 
 
 def entry_for(
@@ -302,9 +304,9 @@ def _closest_change(known: _ShapeClass, shapes: tuple) -> list[set[int]] | None:
     (nothing established, sizes 0 or 1, a change refused before)."""
     best = None
     used = {frozenset(p.symbolic) for p in known.programs}
-    for seen, entry in known.seen:
-        if getattr(entry, "runs", 0) < 2:
-            continue  # one call: maybe another layer's shape in the same step
+    for seen, entry, first_round in known.seen:
+        if getattr(entry, "runs", 0) < 2 or first_round >= streams.rounds():
+            continue  # not run again in a later round: maybe another layer's shape
         changed = [
             {axis for axis, (a, b) in enumerate(zip(first, now)) if a != b}
             for first, now in zip(seen, shapes)

@@ -23,6 +23,7 @@ from torchneuron.device.streams import (
     _existing_queue,
     _on_execution_thread,
     _queue_for,
+    end_round,
     flush,
     launch_blocking,
     queue_copy,
@@ -283,5 +284,13 @@ def device_copy(
 
 
 def install() -> None:
-    """Give the native layer the copy hook: device-to-device copies are queued."""
+    """Give the native layer the copy hook: device-to-device copies are queued. An
+    optimizer step ends a round of the host's work (``streams.end_round``)."""
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
     _C.set_copy_hook(device_copy)
+    register_optimizer_step_post_hook(_optimizer_stepped)
+
+
+def _optimizer_stepped(optimizer: Any, args: Any, kwargs: Any) -> None:
+    end_round()

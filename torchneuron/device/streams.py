@@ -309,6 +309,32 @@ def enqueue(item: Any) -> int:
     return _queue_for(item.device).put(item)
 
 
+# Rounds of the host's work: a host read of device memory from outside any op on a
+# Python thread (the user's ``.item()``, ``.cpu()``, ``print``),
+# ``torch.neuron.synchronize()`` and an optimizer step each end one (a training step,
+# a served request). The padded route (``padded.py``) takes a new shape for a change of
+# size only against shapes that ran again in a later round than their first, so the
+# shapes a model's layers meet inside its first step are not taken for one.
+_rounds = 0
+
+
+class _OpDepth(threading.local):
+    depth = 0  # ops being run on this thread (``dispatch.run_op`` counts them)
+
+
+op_depth = _OpDepth()
+
+
+def end_round() -> None:
+    global _rounds
+    _rounds += 1
+
+
+def rounds() -> int:
+    """How many rounds of the host's work have ended in this process."""
+    return _rounds
+
+
 def synchronize(device: int) -> None:
     """Wait for every op queued on ``device``; raises an asynchronous error."""
     if _on_execution_thread():
@@ -345,6 +371,12 @@ def idle(device: int) -> bool:
 def _host_sync(device: int, block: bool) -> bool:
     """The native layer's sync hook: before a host access to ``device``'s memory."""
     if block:
+        # the user's read, not an op's own (a synchronous program's inputs) nor one made
+        # by native code on a thread Python did not start (autograd's device threads)
+        if not op_depth.depth and not isinstance(
+            threading.current_thread(), threading._DummyThread
+        ):
+            end_round()
         synchronize(device)
         return True
     flush(device)
