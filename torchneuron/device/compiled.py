@@ -91,7 +91,7 @@ class Entry:
 
     # ``fresh_metas`` in the native layer's form (``_C.capture_launch`` reads it)
     native_metas: Any = None
-    # calls run (``padded`` measures a shape change against shapes that ran twice)
+    # calls run (``padded`` measures a shape change against shapes that ran again)
     runs: int = 0
     # per tensor input, the axis order it is laid out densely in when that is not its
     # own (a transposed weight), else None; None when no input is (``dense_orders``)

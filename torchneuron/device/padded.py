@@ -53,8 +53,9 @@ stats = STATS.snapshot
 
 @dataclass
 class _ShapeClass:
-    # shapes compiled exactly, with their entries (a shape whose entry ran twice is
-    # established: a change is measured against those)
+    # shapes compiled exactly: (shapes, entry, the round of its first run); a shape whose
+    # entry ran twice, again in a later round, is established: a change is measured
+    # against those
     seen: list = field(default_factory=list)
     programs: list = field(default_factory=list)  # compiler.eager_padded.PaddedProgram
     refused: set = field(default_factory=set)  # symbolic (input, axis) sets refused
