@@ -4,9 +4,9 @@ A compiled op is keyed by its call signature, shapes included, so every new batc
 size used to trace, lower and compile each op of a step again (~90 ms an op). Here
 an op's signatures are grouped into *shape classes* (the signature with each
 tensor's shape reduced to its rank and layout order). The first shapes of a class
-compile exactly, as before. Once a shape of the class has run again in a later round
-of the host's work than its first (``streams.rounds``: a host read that waited for
-queued ops, ``torch.neuron.synchronize()`` or an optimizer step ends one), a new shape is
+compile exactly, as before. Once a shape of the class has run twice and a round of the
+host's work has ended since its first run (``streams.rounds``: the user's read of a
+result, ``torch.neuron.synchronize()`` or an optimizer step ends one), a new shape is
 measured against the closest such shape; the shapes a model's layers meet inside its
 first step are never taken for a change of size: the sizes that changed become symbolic (equal
 ones share a symbol) and the op is compiled once as a padded program
@@ -54,8 +54,8 @@ stats = STATS.snapshot
 @dataclass
 class _ShapeClass:
     # shapes compiled exactly: (shapes, entry, the round of its first run); a shape whose
-    # entry ran twice, again in a later round, is established: a change is measured
-    # against those
+    # entry ran twice and whose first round has ended is established: a change is
+    # measured against those
     seen: list = field(default_factory=list)
     programs: list = field(default_factory=list)  # compiler.eager_padded.PaddedProgram
     refused: set = field(default_factory=set)  # symbolic (input, axis) sets refused
