@@ -7,9 +7,9 @@ tensor's shape reduced to its rank and layout order). The first shapes of a clas
 compile exactly, as before. Once a shape of the class has run twice and a round of the
 host's work has ended since its first run (``streams.rounds``: the user's read of a
 result, ``torch.neuron.synchronize()`` or an optimizer step ends one), a new shape is
-measured against the closest such shape; the shapes a model's layers meet inside its
-first step are never taken for a change of size: the sizes that changed become symbolic (equal
-ones share a symbol) and the op is compiled once as a padded program
+measured against the closest such shape (the shapes a model's layers meet inside its
+first step are never taken for a change of size): the sizes that changed become
+symbolic (equal ones share a symbol) and the op is compiled once as a padded program
 (``compiler/eager_padded.py``: the bucket analysis proves padding exact, reductions
 over padded positions are masked). From then on a call of the class pads its inputs
 with zeros up to the next bucket of ``TORCHNEURON_BUCKETS`` (``auto`` by default: 1,
