@@ -370,3 +370,15 @@ def test_a_plain_index_put_along_a_padded_index_is_refused():
     with pytest.warns(UserWarning, match="writes by data"):
         got = compiled(index)
     torch.testing.assert_close(got, write(index))
+
+
+def test_an_accumulating_index_put_of_broadcast_values_is_refused():
+    def count(index):
+        return torch.zeros(16).index_put((index,), torch.tensor(1.0), accumulate=True)
+
+    compiled = torch.compile(count, backend="neuron", options={"buckets": [8]})
+    index = _marked(torch.tensor([1, 4, 9, 2, 4]), 0)
+    # a padded index would add the broadcast 1.0 to row 0 again: refused, exact
+    with pytest.warns(UserWarning, match="broadcast over the indices"):
+        got = compiled(index)
+    torch.testing.assert_close(got, count(index))

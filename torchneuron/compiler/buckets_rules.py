@@ -403,6 +403,11 @@ class TagRules:
         padded = [axis for axis, tag in enumerate(index_tags) if tag is not None]
         if padded and not accumulate:
             raise self._refuse_along(node, "writes by data")
+        offset = len(expected) - len(value_tags)
+        if any(axis < offset or value_tags[axis - offset] is None for axis in padded):
+            # values broadcast along a padded index axis: each padded position would add
+            # them again (masking the index alone is not enough)
+            raise self._refuse_along(node, "accumulates values broadcast over the indices")
         if padded:
             masked = []
             for index in indices:
@@ -410,7 +415,6 @@ class TagRules:
                 axes = [axis - (rank - own) for axis in padded if axis >= rank - own]
                 masked.append(self._masked(node, index, axes, "zero"))
             node.update_arg(1, masked)
-            offset = len(expected) - len(value_tags)
             axes = [axis - offset for axis in padded if axis >= offset]
             node.update_arg(2, self._masked(node, values, axes, "zero"))
         self.tags[node] = tuple(tags)
