@@ -42,6 +42,7 @@ from torchneuron.device import (
 )
 from torchneuron.device.host import run_on_host
 from torchneuron.device.launch import Launch
+from torchneuron.device.layout import dense_order, inverse_order
 from torchneuron.device.plan import (
     DEVICE_TYPE,
     OpPlan,
@@ -501,21 +502,13 @@ def dense_orders(tensors: list) -> tuple | None:
     no tensor is. Such an input reaches its program in that order, without the copy that
     making it contiguous would be (``_C.host_arrays``), and the program permutes it back
     (``_permuted_back``), which XLA folds into the op that reads it."""
-    orders = [
-        padded.dense_order(tuple(t.shape), tuple(t.stride()))
-        if t.dim() >= 2 and not t.is_contiguous() and not t.is_conj() and not t.is_neg()
-        else None
-        for t in tensors
-    ]
+    orders = [None if t.is_conj() or t.is_neg() else dense_order(t) for t in tensors]
     return tuple(orders) if any(order is not None for order in orders) else None
 
 
 def _permuted_back(traced_fn: Callable, orders: tuple) -> Callable:
     """``traced_fn`` taking each input of ``orders`` in that dense order."""
-    inverses = [
-        None if order is None else tuple(sorted(range(len(order)), key=order.__getitem__))
-        for order in orders
-    ]
+    inverses = [None if order is None else inverse_order(order) for order in orders]
 
     def traced(*flat):
         flat = list(flat)

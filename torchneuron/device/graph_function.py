@@ -19,6 +19,7 @@ from torch.fx.passes.shape_prop import _extract_tensor_metadata
 
 from torchneuron.compiler import tensors
 from torchneuron.compiler.pipeline import CompiledGraph
+from torchneuron.device.layout import dense_order, inverse_order
 from torchneuron.lowering.fx_to_torch import EmptyOutput
 
 
@@ -162,19 +163,6 @@ def split_input_outputs(
     return torch.fx.GraphModule(gm, graph), found
 
 
-def dense_order(value) -> tuple[int, ...] | None:
-    """The dimension order that makes ``value`` contiguous when it is a permuted view of
-    a dense buffer (``t()`` of a weight, a transposed activation); None when it is
-    contiguous already, or has gaps, overlaps or symbolic sizes."""
-    if not isinstance(value, torch.Tensor) or _symbolic(value) or value.is_contiguous():
-        return None
-    strides = value.stride()
-    if any(not isinstance(s, int) for s in strides):
-        return None
-    order = tuple(sorted(range(value.dim()), key=lambda d: (-strides[d], d)))
-    return order if value.permute(order).is_contiguous() else None
-
-
 def permute_dense_inputs(
     gm: torch.fx.GraphModule, example_inputs: list, names: set[str]
 ) -> tuple[torch.fx.GraphModule, list, dict[int, tuple[int, ...]]]:
@@ -214,7 +202,7 @@ def permute_dense_inputs(
         node.meta = {**node.meta, "val": dense}
         if "tensor_meta" in node.meta:  # the importer reads an input's type from it
             node.meta["tensor_meta"] = _extract_tensor_metadata(dense)
-        back = tuple(order.index(d) for d in range(len(order)))
+        back = inverse_order(order)
         with graph.inserting_after(last):
             restored = graph.call_function(torch.ops.aten.permute.default, (node, list(back)))
         restored.meta["val"] = traced

@@ -41,6 +41,7 @@ from torch._prims_common import make_contiguous_strides_for
 
 from torchneuron.counters import Counters
 from torchneuron.device import _C, arrays, streams
+from torchneuron.device.layout import dense_order_of
 from torchneuron.device.plan import Route
 from torchneuron.lru import LRU
 
@@ -123,7 +124,7 @@ def shape_class(key: tuple) -> tuple[tuple, tuple[tuple[int, ...], ...]] | None:
     shapes: list[tuple[int, ...]] = []
     for part in key:
         if _is_tensor_part(part):
-            order = None if part[2] is None else dense_order(tuple(part[1]), part[2])
+            order = None if part[2] is None else dense_order_of(tuple(part[1]), part[2])
             if part[2] is not None and order is None:
                 return None
             parts.append((part[0], len(part[1]), order, part[3]))
@@ -133,17 +134,6 @@ def shape_class(key: tuple) -> tuple[tuple, tuple[tuple[int, ...], ...]] | None:
         else:
             parts.append(part)
     return tuple(parts), tuple(shapes)
-
-
-def dense_order(shape: tuple, stride: tuple) -> tuple | None:
-    """The axes from outermost to innermost of a dense permuted layout, else None."""
-    order = tuple(sorted(range(len(shape)), key=lambda axis: (-stride[axis], -axis)))
-    expected = 1
-    for axis in reversed(order):
-        if shape[axis] != 1 and stride[axis] != expected:
-            return None
-        expected *= shape[axis]
-    return order
 
 
 def _is_tensor_part(part: Any) -> bool:
