@@ -499,10 +499,9 @@ at::Tensor host_alias(const at::Tensor& device_tensor, bool resizable) {
   return make_host_alias(device_tensor, resizable);
 }
 
-// The host data a compiled program reads for `tensor`: its alias when that is
-// dense and plain, else a contiguous host copy with conjugation/negation applied.
-at::Tensor host_input(const at::Tensor& tensor) {
-  at::Tensor host = host_alias(tensor, false);  // waits only off the execution threads
+// `host` itself when dense and plain, else a contiguous copy with conjugation and
+// negation applied: what a compiled program reads.
+at::Tensor readable(at::Tensor host) {
   if (host.is_conj() || host.is_neg()) {
     host = host.resolve_conj().resolve_neg();
   }
@@ -546,21 +545,15 @@ pybind11::list host_arrays(const std::vector<at::Tensor>& tensors,
   const bool ordered = !orders.is_none();
   for (size_t i = 0; i < tensors.size(); ++i) {
     const at::Tensor& tensor = tensors[i];
-    at::Tensor host;
+    // A neuron tensor, or a launch's host alias of one; a CPU operand (a 0-d tensor
+    // standing for a scalar) may require grad.
+    at::Tensor host =
+        host_alias(tensor.device().type() == kNeuron ? tensor : tensor.detach(), false);
     pybind11::object order = ordered ? pybind11::object(orders[pybind11::int_(i)]) : pybind11::none();
-    if (!order.is_none()) {  // a neuron tensor, or a launch's host alias of one
-      host = (tensor.device().type() == kNeuron ? host_alias(tensor, false) : tensor)
-                 .permute(order.cast<std::vector<int64_t>>());
-      if (host.is_conj() || host.is_neg()) {
-        host = host.resolve_conj().resolve_neg();
-      }
-      if (!host.is_contiguous()) {  // not the layout the order promised: a copy
-        host = host.contiguous();
-      }
-    } else {
-      // A CPU operand (a 0-d tensor standing for a scalar) may require grad.
-      host = host_input(tensor.device().type() == kNeuron ? tensor : tensor.detach());
+    if (!order.is_none()) {
+      host = host.permute(order.cast<std::vector<int64_t>>());
     }
+    host = readable(host);  // a copy only where the layout is not the one promised
     auto view = g_numpy_views.find(static_cast<int>(host.scalar_type()));
     if (view == g_numpy_views.end()) {
       arrays[i] = pybind11::reinterpret_steal<pybind11::object>(torch::utils::tensor_to_numpy(host));
