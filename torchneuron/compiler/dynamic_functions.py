@@ -121,15 +121,19 @@ class DynamicGraphFunction:
     concrete shape, and calls that program through ``run_compiled``."""
 
     def __init__(
-        self, program: DynamicProgram, size_positions, run_compiled: RunCompiled, gm=None
+        self,
+        program: DynamicProgram,
+        size_positions,
+        run_compiled: RunCompiled,
+        gm: torch.fx.GraphModule,
     ) -> None:
         self.program = program
         self.size_positions = set(size_positions)
         self.run_compiled = run_compiled
         self._by_shapes: LRU[tuple, Callable] = LRU(capacity=SHAPES_PER_GRAPH)
         # each size input's expression over the symbols (a backward's s0*s1), from the
-        # traced graph ``gm`` when given
-        self.size_texts = {} if gm is None else size_input_texts(gm, self.size_positions)
+        # traced graph ``gm``
+        self.size_texts = size_input_texts(gm, self.size_positions)
 
     def __call__(self, *args):
         tensor_args = [a for i, a in enumerate(args) if i not in self.size_positions]
@@ -140,16 +144,12 @@ class DynamicGraphFunction:
             if not isinstance(given, int):
                 continue
             text = self.size_texts.get(i)
-            if text is None and self.size_texts:
+            if text is None:
                 continue  # an expression the checker cannot write: computed, not compared
-            if text is not None and evaluate(text, values) != given:
+            if evaluate(text, values) != given:
                 raise ShapeConstraintError(
                     f"size argument {i} is {given}, but {text} is {evaluate(text, values)} "
                     "by the input dimensions"
-                )
-            if text is None and given not in values.values():
-                raise ShapeConstraintError(
-                    f"size argument {i} is {given}, no input dimension has that size"
                 )
         function = self._by_shapes.get(shapes)
         if function is None:
