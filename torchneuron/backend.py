@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ from torchneuron.lowering.complex_graph import (
     wrong_under_aot_autograd,
 )
 from torchneuron.lru import LRU
+from torchneuron.runtime import heap
 
 _graph_ids = itertools.count()
 
@@ -339,6 +341,13 @@ ROUTES: tuple[Route, ...] = (
 
 def compile_or_fallback(job: GraphJob):
     """The boxed callable of ``job``'s graph: compiled by its route, or on the CPU."""
+    started = time.perf_counter()
+    function = _compile_by_route(job)
+    heap.after_compile(time.perf_counter() - started)
+    return function
+
+
+def _compile_by_route(job: GraphJob):
     for route in ROUTES:
         if not route.applies(job):
             continue

@@ -57,6 +57,7 @@ import numpy as np
 
 from torchneuron import settings
 from torchneuron.lru import LRU
+from torchneuron.runtime import heap
 from torchneuron.runtime.cache_entry import BadEntry
 from torchneuron.runtime.errors import InvalidNeffError, NeuronRuntimeError
 from torchneuron.runtime.executable_cache import (
@@ -246,9 +247,9 @@ class XlaCpuExecutor:
             verified = verified_program(program, label)
             started = time.perf_counter()
             executable = self._compile(verified.program, label)
-            compiled["prepared"] = PreparedProgram(
-                digest, verified.signature, executable, time.perf_counter() - started
-            )
+            seconds = time.perf_counter() - started
+            compiled["prepared"] = PreparedProgram(digest, verified.signature, executable, seconds)
+            heap.after_compile(seconds)
             if declared is not None and verified.signature != declared:
                 raise _MemoryOnly()  # the caller refuses this NEFF; keep nothing on disk
             try:
