@@ -21,6 +21,7 @@ def autoload() -> None:
     autoload_device()
     if not is_registered():
         return
+    _eager_check_from_environment()
     try:
         from torchneuron import distributed
 
@@ -30,6 +31,23 @@ def autoload() -> None:
             f"torchneuron: the 'neuron' process-group backend could not be registered "
             f"({type(error).__name__}: {error}); torch.distributed cannot use it in this "
             "process.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+
+
+def _eager_check_from_environment() -> None:
+    """``TORCHNEURON_CHECK=1``: eager ops are checked against the CPU from the start."""
+    try:
+        from torchneuron import settings
+
+        if settings.env_flag(settings.CHECK):
+            from torchneuron.check import set_eager_check
+
+            set_eager_check(True)
+    except Exception as error:  # never break `import torch`
+        warnings.warn(
+            f"torchneuron: check mode is off: {type(error).__name__}: {error}",
             RuntimeWarning,
             stacklevel=2,
         )

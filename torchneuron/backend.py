@@ -31,6 +31,7 @@ from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from torchneuron import collective_graphs, settings
+from torchneuron.check import check_requested, checked_graph
 from torchneuron.compiler import buckets
 from torchneuron.compiler.dynamic_functions import (
     ShapeSpecializingFunction,
@@ -62,7 +63,7 @@ _graph_ids = itertools.count()
 class NeuronBackendOptions:
     """Options given as ``torch.compile(..., options={...})``."""
 
-    KNOWN = ("target", "pipeline", "dump_dir", "core", "buckets")
+    KNOWN = ("target", "pipeline", "dump_dir", "core", "buckets", "check")
 
     def __init__(self, options: dict[str, Any] | None):
         options = dict(options or {})
@@ -82,6 +83,8 @@ class NeuronBackendOptions:
         self.dump_dir: str | None = options.get("dump_dir")
         # None: the core of the inputs' neuron device (the current device for CPU inputs)
         self.core: int | None = int(options["core"]) if "core" in options else None
+        # check mode (torchneuron/check.py): None, or its settings
+        self.check: dict[str, Any] | None = check_requested(options.get("check"))
         # sizes to pad a dynamic dimension up to (compiler/buckets.py); None: exact sizes
         if "buckets" in options:
             self.buckets = buckets.parse_buckets(options["buckets"], "option 'buckets'")
@@ -92,13 +95,15 @@ class NeuronBackendOptions:
 def neuron_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options=None, **kw):
     """The torch.compile backend entry point (registered as ``"neuron"``)."""
     opts = NeuronBackendOptions(options or kw.get("options"))
+    graph_id = next(_graph_ids)
     key = _dynamo_graph_key(gm, example_inputs, opts)
-    cached = _COMPILED_FRAMES.get(key) if key is not None else None
-    if cached is not None:
-        return cached
-    compiled = _compile_dynamo_graph(gm, example_inputs, opts)
-    if key is not None:
-        _COMPILED_FRAMES.put(key, compiled)
+    compiled = _COMPILED_FRAMES.get(key) if key is not None else None
+    if compiled is None:
+        compiled = _compile_dynamo_graph(gm, example_inputs, opts, graph_id)
+        if key is not None:
+            _COMPILED_FRAMES.put(key, compiled)
+    if opts.check is not None:  # the same graph, checked at every call against the CPU
+        return checked_graph(gm, compiled, f"graph{graph_id}", opts.check)
     return compiled
 
 
@@ -155,8 +160,7 @@ def _dynamo_graph_key(gm: torch.fx.GraphModule, example_inputs, opts) -> str | N
     return digest.hexdigest()
 
 
-def _compile_dynamo_graph(gm: torch.fx.GraphModule, example_inputs, opts):
-    graph_id = next(_graph_ids)
+def _compile_dynamo_graph(gm: torch.fx.GraphModule, example_inputs, opts, graph_id: int):
     input_views: set[str] = set()
     layouts: dict[str, dict] = {}
     shared = {"input_views": input_views, "layouts": layouts}

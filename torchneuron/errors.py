@@ -35,3 +35,32 @@ class CpuFallbackWarning(RuntimeWarning, UserWarning):
         super().__init__(message)
         self.where = where
         self.reason = reason
+
+
+class NumericsMismatchError(TorchNeuronError):
+    """Check mode (``TORCHNEURON_CHECK=1``) found a value the CPU computes differently.
+
+    ``graph`` and ``output`` say which result; ``node`` is the FX node found wrong (or,
+    when none is wrong alone, the one that made the output), ``source`` the user's line
+    that made it (``file:line: code``), ``max_error`` the largest absolute difference,
+    ``repro`` the smallest failing program written (or None).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        graph: str,
+        output: int | None = None,
+        node: str | None = None,
+        source: str | None = None,
+        max_error: float | None = None,
+        repro: str | None = None,
+    ):
+        super().__init__(message)
+        self.graph = graph
+        self.output = output
+        self.node = node
+        self.source = source
+        self.max_error = max_error
+        self.repro = repro

@@ -28,6 +28,8 @@ XLA_THREADS = "TORCHNEURON_XLA_THREADS"
 LAUNCH_BLOCKING = "NEURON_LAUNCH_BLOCKING"
 EAGER_FUSION = "TORCHNEURON_EAGER_FUSION"
 BUCKETS = "TORCHNEURON_BUCKETS"
+CHECK = "TORCHNEURON_CHECK"
+CHECK_DIR = "TORCHNEURON_CHECK_DIR"
 # Tests.
 UPDATE_GOLDENS = "TORCHNEURON_UPDATE_GOLDENS"
 CONFORMANCE_ENTRIES = "TORCHNEURON_CONFORMANCE_ENTRIES"
@@ -46,6 +48,8 @@ VARIABLES: dict[str, str] = {
     LAUNCH_BLOCKING: "1: eager ops run synchronously, errors raised at the op (read once)",
     EAGER_FUSION: "0: eager ops are never fused into one program (default on)",
     BUCKETS: "sizes torch.compile pads dynamic inference sizes (and eager ops their changed sizes) up to: 32,64,128, auto (default) or off",
+    CHECK: "1: every compiled graph also runs on the CPU; a differing output raises NumericsMismatchError",
+    CHECK_DIR: "check mode writes the smallest failing program (script, inputs, StableHLO) here",
     UPDATE_GOLDENS: "assert_golden (and tests/golden) rewrite goldens instead of failing",
     CONFORMANCE_ENTRIES: "limit tests/conformance to some OpInfo entries (names or globs)",
     CONFORMANCE_WORKERS: "worker processes of tests/conformance (default: up to 2)",

@@ -45,6 +45,11 @@ aten = torch.ops.aten
 COMPILED = Route.COMPILED
 RANDOM = Route.RANDOM
 
+# Check mode's comparison of each compiled op the user calls with the CPU's result
+# (installed by ``torchneuron.check.set_eager_check``): ``op_check(op, args, kwargs,
+# run)`` runs the op by ``run()`` and returns its result. None: no check.
+op_check: Callable[[torch._ops.OpOverload, tuple, dict, Callable[[], Any]], Any] | None = None
+
 
 def run_op(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
     """Run one ATen op call whose dispatch key is PrivateUse1."""
@@ -64,6 +69,10 @@ def _run_op(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
     device, key, tensors, scalars = flatten(plan, values)
     route = plan.route
     if route is COMPILED:
+        if op_check is not None and op_depth.depth == 1:  # not the ops a check runs
+            return op_check(
+                op, args, kwargs, lambda: run_compiled(plan, values, device, key, tensors, scalars)
+            )
         return run_compiled(plan, values, device, key, tensors, scalars)
     if route is RANDOM:
         return run_random(plan, values, tensors, device)
