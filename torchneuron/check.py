@@ -68,17 +68,26 @@ def check_requested(option: Any) -> dict[str, Any] | None:
 
 
 def _callee_name(node: torch.fx.Node) -> str:
-    if node.op == "call_method":
+    """What the node calls, as a user reads it: ``remainder``, ``aten.remainder.Scalar``."""
+    if node.op == "call_method" or isinstance(node.target, torch._ops.OpOverload):
         return str(node.target)
     name = getattr(node.target, "__name__", str(node.target))
     return name.split(".")[-1]
 
 
+def _is_random_call(node: torch.fx.Node) -> bool:
+    if node.op not in ("call_function", "call_method"):
+        return False
+    target = node.target
+    if isinstance(target, torch._ops.OpOverload):
+        if torch.Tag.nondeterministic_seeded in target.tags:
+            return True
+        return target.overloadpacket.__name__ in RANDOM_CALLS
+    return _callee_name(node) in RANDOM_CALLS
+
+
 def _is_random(gm: torch.fx.GraphModule) -> bool:
-    return any(
-        node.op in ("call_function", "call_method") and _callee_name(node) in RANDOM_CALLS
-        for node in gm.graph.nodes
-    )
+    return any(_is_random_call(node) for node in gm.graph.nodes)
 
 
 def checked_graph(gm: torch.fx.GraphModule, compiled, name: str, check: dict[str, Any]):
@@ -209,7 +218,7 @@ def _first_wrong_node(gm, recorder: _Recorder, device):
     for node in gm.graph.nodes:
         if node.op not in ("call_function", "call_method", "call_module"):
             continue
-        if node.target is operator.getitem or _callee_name(node) in RANDOM_CALLS:
+        if node.target is operator.getitem or _is_random_call(node):
             continue
         want = recorder.values.get(node)
         if not any(isinstance(v, torch.Tensor) for v in pytree.tree_leaves(want)):

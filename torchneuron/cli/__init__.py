@@ -14,6 +14,7 @@ neuronc cache info                            # the disk cache: NEFFs and XLA ex
 neuronc cache prune --max-size 2G             # drop the least recently used entries
 neuronc golden update model.pt2 --dir goldens/model   # write normalized IR of each stage
 neuronc golden check  model.pt2 --dir goldens/model   # exit 1 with a diff if it changed
+neuronc bisect model.pt2 --repro-dir repro/   # device vs CPU; the first node that differs
 
 Every failure is one line on stderr, ``neuronc: error: <what and where>``, never a
 traceback; files are written atomically (cli/files.py), so a failed command leaves
@@ -38,6 +39,7 @@ from pathlib import Path
 from torchneuron.errors import TorchNeuronError, one_line
 from torchneuron.target.hardware import CHIPS
 
+from .bisect import add_bisect_arguments, bisect_command
 from .cache import add_cache_arguments, cache_command
 from .estimate import estimate_command
 from .files import (
@@ -229,6 +231,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_cache_arguments(cache_cmd)
     cache_cmd.set_defaults(handler=cache_command)
+
+    bisect_cmd = commands.add_parser(
+        "bisect",
+        help="run a program on the device and the CPU; name the first node that differs",
+    )
+    add_bisect_arguments(bisect_cmd)
+    bisect_cmd.set_defaults(handler=bisect_command)
 
     run_cmd = commands.add_parser("run", help="run a NEFF on an emulated NeuronCore")
     run_cmd.add_argument("neff")
