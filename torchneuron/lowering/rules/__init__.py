@@ -31,6 +31,7 @@ def lowering_rules() -> dict[torch._ops.OpOverload, Rule]:
         comparisons,
         convolution,
         creation,
+        eigen,
         embedding,
         extremes,
         indexing,
