@@ -1,4 +1,13 @@
-"""Symmetric eigendecomposition by parallel Jacobi sweeps, unrolled.
+"""Symmetric eigendecomposition and SVD by parallel Jacobi sweeps, unrolled.
+
+Also ``_linalg_svd`` (``linalg.svd``, ``svdvals``, ``cond``, ``matrix_rank``, the
+nuclear norm, the low-rank SVDs) by one-sided Jacobi (Hestenes): the columns of A are
+rotated in pairs, in the same rounds, until orthogonal (each round's rotations are
+computed from the Gram matrix of the current columns, recomputed every round, which
+keeps small singular values accurate); s_j = ||a_j||, U from the columns over s, made
+orthonormal and completed where s is zero (or for ``full_matrices``) by a Householder
+QR. And ``linalg_pinv`` (``pinv``, ``pinverse``) from either, with PyTorch's atol/rtol
+rules.
 
 ``_linalg_eigh`` (``linalg.eigh``, ``linalg.eigvalsh``, ``matrix_rank(hermitian=True)``,
 ``pinv(hermitian=True)``) for real matrices of at most ``EIGH_LIMIT`` (16) rows.
@@ -59,6 +68,41 @@ def sweeps_for(n: int) -> int:
     return max(5, math.ceil(math.log2(max(n, 2))) + 4)
 
 
+def _plans(size: int, like: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Per round, two one-hot matrices made once and used by every sweep: which entries
+    of a [size, size] matrix the round reads (its a_pp, a_qq, a_pq) and where the
+    entries of its rotation go (c - 1, c - 1, s, -s at pp, qq, pq, qp)."""
+    cells = torch.eye(size * size, dtype=like.dtype, device=like.device)
+    plans = []
+    for p, q in _rounds(size):
+        diagonal_p = [i * size + i for i in p]
+        diagonal_q = [j * size + j for j in q]
+        upper = [i * size + j for i, j in zip(p, q)]
+        lower = [j * size + i for i, j in zip(p, q)]
+        read = cells[diagonal_p + diagonal_q + upper].transpose(0, 1)  # [n^2, 3n/2]
+        write = cells[diagonal_p + diagonal_q + upper + lower]  # [2n, n^2]
+        plans.append((read, write))
+    return plans
+
+
+def _rotation(source: torch.Tensor, read, write, flat_eye) -> torch.Tensor:
+    """The round's rotations as one orthogonal matrix J [..., n, n]: each zeroes the
+    (p, q) entry of J^T source J for its plane."""
+    size = source.shape[-1]
+    half = size // 2
+    batch = source.shape[:-2]
+    entries = source.reshape(*batch, size * size) @ read
+    a_pp, a_qq, a_pq = entries[..., :half], entries[..., half : 2 * half], entries[..., 2 * half :]
+    coupled = a_pq != 0
+    theta = (a_qq - a_pp) / (2 * torch.where(coupled, a_pq, 1.0))
+    magnitude = 1.0 / (theta.abs() + torch.sqrt(theta * theta + 1))
+    t = torch.where(coupled, torch.where(theta >= 0, magnitude, -magnitude), 0.0)
+    c = torch.rsqrt(t * t + 1)
+    s = t * c
+    placed = torch.cat([c - 1, c - 1, s, -s], dim=-1) @ write
+    return (flat_eye + placed).reshape(*batch, size, size)
+
+
 def symmetric_eigen(
     a: torch.Tensor, sweeps: int | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -70,21 +114,12 @@ def symmetric_eigen(
     eye = torch.eye(size, dtype=a.dtype, device=a.device)
     vectors = eye.expand(*a.shape[:-2], size, size)
     flat_eye = eye.reshape(size * size)
-    cells = torch.eye(size * size, dtype=a.dtype, device=a.device)
-    plans = []
-    for p, q in _rounds(size):
-        diagonal_p = [i * size + i for i in p]
-        diagonal_q = [j * size + j for j in q]
-        upper = [i * size + j for i, j in zip(p, q)]
-        lower = [j * size + i for i, j in zip(p, q)]
-        # one-hot matrices, made once per round and used by every sweep: the entries a
-        # round reads (a_pp, a_qq, a_pq) and where its rotation's entries go
-        read = cells[diagonal_p + diagonal_q + upper].transpose(0, 1)  # [n^2, 3n/2]
-        write = cells[diagonal_p + diagonal_q + upper + lower]  # [2n, n^2]
-        plans.append((read, write))
+    plans = _plans(size, a)
     for _ in range(sweeps_for(size) if sweeps is None else sweeps):
         for read, write in plans:
-            a, vectors = _round(a, vectors, read, write, flat_eye)
+            rotation = _rotation(a, read, write, flat_eye)
+            a = rotation.transpose(-2, -1) @ a @ rotation
+            vectors = vectors @ rotation
     values = torch.diagonal(a, dim1=-2, dim2=-1)
     if size != n:
         values = values[..., :n]
@@ -94,23 +129,32 @@ def symmetric_eigen(
     return values, vectors
 
 
-def _round(a, vectors, read, write, flat_eye):
-    """One round: the n / 2 rotations of disjoint planes (p_k, q_k), applied at once."""
-    size = a.shape[-1]
-    half = size // 2
-    batch = a.shape[:-2]
-    entries = a.reshape(*batch, size * size) @ read
-    a_pp, a_qq, a_pq = entries[..., :half], entries[..., half : 2 * half], entries[..., 2 * half :]
-    coupled = a_pq != 0
-    theta = (a_qq - a_pp) / (2 * torch.where(coupled, a_pq, 1.0))
-    magnitude = 1.0 / (theta.abs() + torch.sqrt(theta * theta + 1))
-    t = torch.where(coupled, torch.where(theta >= 0, magnitude, -magnitude), 0.0)
-    c = torch.rsqrt(t * t + 1)
-    s = t * c
-    placed = torch.cat([c - 1, c - 1, s, -s], dim=-1) @ write
-    rotation = (flat_eye + placed).reshape(*batch, size, size)
-    a = rotation.transpose(-2, -1) @ a @ rotation
-    return a, vectors @ rotation
+def singular_values(a: torch.Tensor, sweeps: int | None = None):
+    """One-sided Jacobi (Hestenes) on ``a`` [..., m, n], m >= n: the columns are rotated
+    in pairs until orthogonal, A V = U diag(s). Returns (a's rotated columns, s, V),
+    s descending, columns and V in the same order."""
+    n = a.shape[-1]
+    size = n + (n % 2)  # an odd n gets a zero column: orthogonal to all, never rotated
+    if size != n:
+        a = torch.nn.functional.pad(a, (0, 1))
+    eye = torch.eye(size, dtype=a.dtype, device=a.device)
+    vectors = eye.expand(*a.shape[:-2], size, size)
+    flat_eye = eye.reshape(size * size)
+    plans = _plans(size, a)
+    for _ in range(sweeps_for(size) if sweeps is None else sweeps):
+        for read, write in plans:
+            # the Gram matrix of the current columns, recomputed every round (what
+            # keeps one-sided Jacobi accurate for small singular values)
+            rotation = _rotation(a.transpose(-2, -1) @ a, read, write, flat_eye)
+            a = a @ rotation
+            vectors = vectors @ rotation
+    if size != n:
+        a, vectors = a[..., :n], vectors[..., :n, :n]
+    values = torch.sqrt((a * a).sum(-2))
+    values, order = torch.sort(values, dim=-1, descending=True, stable=True)
+    a = torch.gather(a, -1, order.unsqueeze(-2).expand(a.shape))
+    vectors = torch.gather(vectors, -1, order.unsqueeze(-2).expand(vectors.shape))
+    return a, values, vectors
 
 
 def _symmetrized(a: torch.Tensor, upper: bool) -> torch.Tensor:
@@ -140,3 +184,77 @@ def linalg_eigh(A, UPLO="L", compute_v=True):
     if not compute_v:
         return values, A.new_zeros((0,))
     return values, vectors.to(A.dtype)
+
+
+@lowering_rule(aten._linalg_svd.default)
+def linalg_svd(A, full_matrices=False, compute_uv=True, driver=None):
+    if (
+        A.dim() < 2
+        or max(A.shape[-2:]) > EIGH_LIMIT
+        or min(A.shape[-2:]) == 0
+        or A.dtype not in _DTYPES
+        or driver is not None
+    ):
+        return NotImplemented
+    m, n = A.shape[-2], A.shape[-1]
+    wide = m < n  # A^T = U' S V'^T gives A = V' S U'^T
+    tall = A.to(torch.float32)
+    if wide:
+        tall = tall.transpose(-2, -1)
+    columns, values, vectors = singular_values(tall)
+    empty = A.new_zeros((0,))
+    if not compute_uv:
+        return empty, values.to(A.dtype), empty
+    left = _orthonormal_columns(columns, values, full_matrices)
+    u, vh = (vectors, left.transpose(-2, -1)) if wide else (left, vectors.transpose(-2, -1))
+    return u.to(A.dtype), values.to(A.dtype), vh.to(A.dtype)
+
+
+def _orthonormal_columns(columns, values, full: bool) -> torch.Tensor:
+    """U from A V = U diag(s): each column divided by its singular value, then made
+    exactly orthonormal, and completed where s is zero (those columns come last), by a
+    Householder QR whose R's signs are moved back onto Q (so U keeps A V's signs)."""
+    from .qr import linalg_qr
+
+    scaled = columns / torch.where(values > 0, values, 1.0).unsqueeze(-2)
+    scaled = torch.where(values.unsqueeze(-2) > 0, scaled, 0.0)
+    q, r = linalg_qr(scaled, mode="complete" if full else "reduced")
+    signs = torch.where(torch.diagonal(r, dim1=-2, dim2=-1) < 0, -1.0, 1.0)
+    extra = q.shape[-1] - signs.shape[-1]
+    if extra:
+        signs = torch.cat([signs, signs.new_ones((*signs.shape[:-1], extra))], dim=-1)
+    return q * signs.unsqueeze(-2)
+
+
+@lowering_rule(aten.linalg_pinv.atol_rtol_tensor)
+def linalg_pinv(self, *, atol=None, rtol=None, hermitian=False):
+    # PyTorch's definition: singular values (|eigenvalues| when hermitian) at most
+    # max(atol, rtol * largest) are dropped
+    if self.dim() < 2 or max(self.shape[-2:]) > EIGH_LIMIT or self.dtype not in _DTYPES:
+        return NotImplemented
+    m, n = self.shape[-2], self.shape[-1]
+    if min(m, n) == 0:
+        return self.new_zeros((*self.shape[:-2], n, m))
+    default_rtol = torch.finfo(self.dtype).eps * max(m, n)
+    if rtol is None:  # eps * max(m, n), unless a positive atol is given
+        if atol is None:
+            rtol = torch.full((), default_rtol, dtype=torch.float32)
+        else:
+            rtol = torch.where(atol > 0, 0.0, default_rtol).to(torch.float32)
+    atol = torch.zeros((), dtype=torch.float32) if atol is None else atol.to(torch.float32)
+    rtol = rtol.to(torch.float32)
+    a = self.to(torch.float32)
+    if hermitian:
+        values, vectors = symmetric_eigen(_symmetrized(a, upper=False))
+        magnitudes = values.abs()
+        largest = magnitudes.amax(-1, keepdim=True)
+        keep = magnitudes > torch.maximum(atol.unsqueeze(-1), rtol.unsqueeze(-1) * largest)
+        inverse = torch.where(keep, 1 / torch.where(keep, values, 1.0), 0.0)
+        result = (vectors * inverse.unsqueeze(-2)) @ vectors.transpose(-2, -1)
+        return result.to(self.dtype)
+    u, s, vh = linalg_svd(a, full_matrices=False)
+    largest = s[..., :1]
+    keep = s > torch.maximum(atol.unsqueeze(-1), rtol.unsqueeze(-1) * largest)
+    inverse = torch.where(keep, 1 / torch.where(keep, s, 1.0), 0.0)
+    result = (vh.transpose(-2, -1) * inverse.unsqueeze(-2)) @ u.transpose(-2, -1)
+    return result.to(self.dtype)
