@@ -41,6 +41,7 @@ def lowering_rules() -> dict[torch._ops.OpOverload, Rule]:
         qr,
         random,
         reductions,
+        resampling,
         shifts,
         sorting,
         special,
