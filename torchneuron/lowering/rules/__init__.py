@@ -34,6 +34,8 @@ def lowering_rules() -> dict[torch._ops.OpOverload, Rule]:
         eigen,
         embedding,
         extremes,
+        fractional_pool,
+        histograms,
         indexing,
         linalg,
         moments,
