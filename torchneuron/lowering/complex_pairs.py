@@ -481,3 +481,22 @@ def apply(op, args: tuple, kwargs: dict):
     if op in CREATION:
         return _creation(op, args, kwargs)
     return NotImplemented
+
+
+_REAL_OF = {
+    torch.complex32: torch.float16,
+    torch.complex64: torch.float32,
+    torch.complex128: torch.float64,
+}
+
+
+@rule(aten.linalg_vector_norm.default)
+def _vector_norm_rule(a, ord=2, dim=None, keepdim=False, *, dtype=None):
+    # every norm of z is that norm of |z| (linalg.norm, norm(p=...), the L1 norm, ...)
+    if not isinstance(a, Pair):
+        return NotImplemented
+    real_dtype = COMPONENT.get(dtype) if dtype is not None else None
+    if dtype is not None and real_dtype is None:
+        return NotImplemented
+    magnitude = _hypot(a.re, a.im)
+    return aten.linalg_vector_norm.default(magnitude, ord, dim, keepdim, dtype=real_dtype)
