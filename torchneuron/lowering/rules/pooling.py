@@ -321,15 +321,18 @@ def adaptive_max_pool3d_backward(grad_output, self, indices):
     return _max_pool_backward_from_indices(grad_output, self, indices, 3)
 
 
-def _nearest_sources(out: int, size: int, scale, exact: bool, device) -> torch.Tensor:
+def _nearest_sources(
+    out: int, size: int, scale, exact: bool, device, special_cases: bool = True
+) -> torch.Tensor:
     """The input index each output position of nearest upsampling reads, as PyTorch's
     ``nearest_idx`` / ``nearest_exact_idx`` compute it: ``floorf(o * s)`` (or
     ``(o + 0.5) * s``) with ``s`` the float32 scale, clamped to the last input. The
     float32 product equals the kernel's (its double product is exact, then rounded once)."""
     o = torch.arange(out, device=device)
-    if not exact and out == size:
+    special_cases = special_cases and not exact
+    if special_cases and out == size:
         return o
-    if not exact and out == 2 * size:
+    if special_cases and out == 2 * size:
         return torch.div(o, 2, rounding_mode="floor")
     if scale is not None and scale > 0:
         step = struct.unpack("f", struct.pack("f", 1.0 / scale))[0]
@@ -412,3 +415,103 @@ def upsample_nearest_exact3d_backward(grad_output, output_size, input_size, *sca
     return _upsample_nearest_backward(
         grad_output, output_size, input_size, _scales(scales, 3), True
     )
+
+
+def _upsample_nearest(self, output_size, scales, exact: bool):
+    # out[o] = in[source(o)] per spatial dim, with the CPU kernel's sources: its 2-D
+    # special cases (an unchanged or doubled size copies or halves the index, whatever
+    # the scale factor says) and its clamp to the last input, which PyTorch's own
+    # decomposition lacks (scale_factor=1.1 on 7 -> 7 copied there, read shifted here
+    # before; a scale whose product passes the end read out of bounds)
+    dims = len(output_size)
+    sizes = list(self.shape[-dims:]) if self.dim() >= dims else []
+    if (
+        self.dim() != dims + 2
+        or not all(isinstance(s, int) for s in [*sizes, *output_size])
+        or min([*sizes, 1]) < 1
+    ):
+        return NotImplemented
+    result = self
+    for offset in range(dims):
+        # the CPU's forward kernels special-case sizes in 2-D only (its 1-D and 3-D
+        # forwards compute every index; all its backwards special-case)
+        sources = _nearest_sources(
+            int(output_size[offset]), sizes[offset], scales[offset], exact, self.device, dims == 2
+        )
+        result = torch.index_select(result, 2 + offset, sources)
+    return result
+
+
+@lowering_rule(aten.upsample_nearest1d.default)
+def upsample_nearest1d(self, output_size, *scales):
+    return _upsample_nearest(self, output_size, _scales(scales, 1), False)
+
+
+@lowering_rule(aten.upsample_nearest2d.default)
+def upsample_nearest2d(self, output_size, *scales):
+    return _upsample_nearest(self, output_size, _scales(scales, 2), False)
+
+
+@lowering_rule(aten.upsample_nearest3d.default)
+def upsample_nearest3d(self, output_size, *scales):
+    return _upsample_nearest(self, output_size, _scales(scales, 3), False)
+
+
+@lowering_rule(aten._upsample_nearest_exact1d.default)
+def upsample_nearest_exact1d(self, output_size, *scales):
+    return _upsample_nearest(self, output_size, _scales(scales, 1), True)
+
+
+@lowering_rule(aten._upsample_nearest_exact2d.default)
+def upsample_nearest_exact2d(self, output_size, *scales):
+    return _upsample_nearest(self, output_size, _scales(scales, 2), True)
+
+
+@lowering_rule(aten._upsample_nearest_exact3d.default)
+def upsample_nearest_exact3d(self, output_size, *scales):
+    return _upsample_nearest(self, output_size, _scales(scales, 3), True)
+
+
+def _upsample_nearest_vec(input, output_size, scale_factors, dims: int, exact: bool):
+    if input.dim() != dims + 2:
+        return NotImplemented
+    if output_size is not None:
+        return _upsample_nearest(input, list(output_size), [None] * dims, exact)
+    if scale_factors is None or len(scale_factors) != dims:
+        return NotImplemented
+    sizes = input.shape[-dims:]
+    if not all(isinstance(s, int) for s in sizes):
+        return NotImplemented
+    # the output size the CPU computes: floor(size * scale) in double
+    output = [int(math.floor(size * float(scale))) for size, scale in zip(sizes, scale_factors)]
+    return _upsample_nearest(input, output, list(scale_factors), exact)
+
+
+@lowering_rule(aten.upsample_nearest1d.vec)
+def upsample_nearest1d_vec(input, output_size, scale_factors):
+    return _upsample_nearest_vec(input, output_size, scale_factors, 1, False)
+
+
+@lowering_rule(aten.upsample_nearest2d.vec)
+def upsample_nearest2d_vec(input, output_size, scale_factors):
+    return _upsample_nearest_vec(input, output_size, scale_factors, 2, False)
+
+
+@lowering_rule(aten.upsample_nearest3d.vec)
+def upsample_nearest3d_vec(input, output_size, scale_factors):
+    return _upsample_nearest_vec(input, output_size, scale_factors, 3, False)
+
+
+@lowering_rule(aten._upsample_nearest_exact1d.vec)
+def upsample_nearest_exact1d_vec(input, output_size, scale_factors):
+    return _upsample_nearest_vec(input, output_size, scale_factors, 1, True)
+
+
+@lowering_rule(aten._upsample_nearest_exact2d.vec)
+def upsample_nearest_exact2d_vec(input, output_size, scale_factors):
+    return _upsample_nearest_vec(input, output_size, scale_factors, 2, True)
+
+
+@lowering_rule(aten._upsample_nearest_exact3d.vec)
+def upsample_nearest_exact3d_vec(input, output_size, scale_factors):
+    return _upsample_nearest_vec(input, output_size, scale_factors, 3, True)
