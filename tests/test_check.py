@@ -190,3 +190,15 @@ def test_eager_check_from_the_environment_at_import(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]"
+
+
+def test_an_input_updated_in_place_is_checked_too(wrong_remainder):
+    # an optimizer-like step: the parameter is written in place, nothing is returned
+    def step(parameter, gradient):
+        parameter.sub_(torch.remainder(gradient, 0.7))
+
+    parameter, gradient = torch.zeros(6, 5), torch.randn(6, 5)
+    compiled = torch.compile(step, backend="neuron", options={"check": True})
+    with pytest.raises(NumericsMismatchError, match=r"input 0 \(updated in place\)") as caught:
+        compiled(parameter, gradient)
+    assert "remainder" in str(caught.value)

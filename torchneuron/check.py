@@ -103,7 +103,7 @@ def checked_graph(gm: torch.fx.GraphModule, compiled, name: str, check: dict[str
     def run(*args):
         inputs = [_cpu_copy(a) for a in args]
         outputs = compiled(*args)
-        _compare(gm, name, inputs, outputs, _device_of(args), check)
+        _compare(gm, name, args, inputs, outputs, _device_of(args), check)
         return outputs
 
     return run
@@ -154,7 +154,7 @@ class _Recorder(torch.fx.Interpreter):
         return value
 
 
-def _compare(gm, name, inputs, outputs, device, check) -> None:
+def _compare(gm, name, args, inputs, outputs, device, check) -> None:
     recorder = _Recorder(gm)
     with torch.no_grad():
         expected = recorder.run(*inputs)
@@ -162,13 +162,22 @@ def _compare(gm, name, inputs, outputs, device, check) -> None:
     want_leaves = pytree.tree_leaves(expected)
     (output_node,) = gm.graph.find_nodes(op="output")
     producers = pytree.tree_leaves(output_node.args[0])
-    for index, (got, want) in enumerate(zip(got_leaves, want_leaves)):
+    # results: the outputs, then the inputs the graph updates in place (an optimizer
+    # step's parameters), compared after both runs
+    results = [
+        (f"output {i}", got, want, producers[i] if i < len(producers) else None)
+        for i, (got, want) in enumerate(zip(got_leaves, want_leaves))
+    ]
+    for position, node in _updated_inputs(gm):
+        results.append(
+            (f"input {position} (updated in place)", args[position], inputs[position], node)
+        )
+    for index, (what, got, want, producer) in enumerate(results):
         try:
-            check_close(got, want, leaf=f"output {index}")
+            check_close(got, want, leaf=what)
         except Mismatch as mismatch:
-            producer = producers[index] if index < len(producers) else None
             error = _localized(
-                gm, name, index, mismatch, got, want, producer, recorder, device, check
+                gm, name, index, what, mismatch, got, want, producer, recorder, device, check
             )
             raise error from None
     if len(got_leaves) != len(want_leaves):
@@ -178,7 +187,32 @@ def _compare(gm, name, inputs, outputs, device, check) -> None:
         )
 
 
-def _localized(gm, name, index, mismatch, got, want, producer, recorder, device, check):
+# x += y and friends on a tensor input write it in place
+_AUGMENTED = {
+    operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
+    operator.imod, operator.ipow, operator.iand, operator.ior, operator.ixor,
+    operator.ilshift, operator.irshift, operator.imatmul,
+}  # fmt: skip
+
+
+def _updated_inputs(gm: torch.fx.GraphModule) -> list[tuple[int, torch.fx.Node]]:
+    """(position, the node that updates it) of each tensor input an in-place call writes."""
+    placeholders = list(gm.graph.find_nodes(op="placeholder"))
+    found = {}
+    for node in gm.graph.nodes:
+        if node.op not in ("call_function", "call_method") or not node.args:
+            continue
+        name = (
+            str(node.target) if node.op == "call_method" else getattr(node.target, "__name__", "")
+        )
+        in_place = (name.endswith("_") and not name.startswith("_")) or node.target in _AUGMENTED
+        target = node.args[0]
+        if in_place and isinstance(target, torch.fx.Node) and target in placeholders:
+            found.setdefault(placeholders.index(target), node)
+    return sorted(found.items())
+
+
+def _localized(gm, name, index, what, mismatch, got, want, producer, recorder, device, check):
     culprit, alone = _first_wrong_node(gm, recorder, device)
     repro = None
     if culprit is not None and check.get("repro_dir"):
@@ -195,7 +229,7 @@ def _localized(gm, name, index, mismatch, got, want, producer, recorder, device,
             f"compiling them together; the output comes from {where}"
         )
     message = (
-        f"graph {name}: output {index} differs from the CPU's: {mismatch}\n"
+        f"graph {name}: {what} differs from the CPU's: {mismatch}\n"
         f"max error {_max_error(got, want):.6g}; {blame}"
     )
     if repro is not None:
