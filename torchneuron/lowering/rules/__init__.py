@@ -27,6 +27,7 @@ def lowering_rules() -> dict[torch._ops.OpOverload, Rule]:
     from . import (  # noqa: F401
         arithmetic,
         attention,
+        chunked_loss,
         clamping,
         comparisons,
         convolution,
