@@ -11,30 +11,39 @@ import torchneuron
 from torchneuron.device import dispatch, fallback
 
 
+def _symmetric(seed: int) -> torch.Tensor:
+    a = torch.randn(4, 4, generator=torch.Generator().manual_seed(seed))
+    return a @ a.T + torch.eye(4)
+
+
 def test_unlowered_op_falls_back_with_one_warning_and_is_listed():
-    x = torch.rand(6, device="neuron") * 0.5
+    # LAPACK's LDL^T factorization (Bunch-Kaufman pivots) has no lowering
+    a, b = _symmetric(0), _symmetric(1)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        first = torch.special.airy_ai(x)
-        second = torch.special.airy_ai(x + 0.1)
-    assert first.device.type == "neuron"
-    torch.testing.assert_close(first.cpu(), torch.special.airy_ai(x.cpu()))
-    torch.testing.assert_close(second.cpu(), torch.special.airy_ai(x.cpu() + 0.1))
-    messages = [str(w.message) for w in caught if "aten::special_airy_ai" in str(w.message)]
+        first = torch.linalg.ldl_factor(a.to("neuron"))
+        second = torch.linalg.ldl_factor(b.to("neuron"))
+    assert first.LD.device.type == "neuron"
+    torch.testing.assert_close(first.LD.cpu(), torch.linalg.ldl_factor(a).LD)
+    torch.testing.assert_close(second.pivots.cpu(), torch.linalg.ldl_factor(b).pivots)
+    name = "aten::linalg_ldl_factor_ex"
+    messages = [str(w.message) for w in caught if name in str(w.message)]
     assert len(messages) == 1 and "runs on the CPU" in messages[0]
-    assert "aten::special_airy_ai" in torchneuron.get_fallback_ops()
-    assert "aten::special_airy_ai" in torch.neuron.get_fallback_ops()
-    assert "no lowering" in fallback.fallback_reasons()["aten::special_airy_ai"]
+    assert name in torchneuron.get_fallback_ops()
+    assert name in torch.neuron.get_fallback_ops()
+    assert "no lowering" in fallback.fallback_reasons()[name]
 
 
 def test_fallback_writes_in_place_and_out_results_back():
-    x = torch.rand(5, device="neuron") * 0.5
-    expected = torch.special.airy_ai(x.cpu())
-    out = torch.empty(0, device="neuron")
+    a = _symmetric(2)
+    expected = torch.linalg.ldl_factor(a)
+    ld = torch.empty(0, device="neuron")
+    pivots = torch.empty(0, dtype=torch.int32, device="neuron")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.special.airy_ai(x, out=out)
-    torch.testing.assert_close(out.cpu(), expected)
+        torch.linalg.ldl_factor(a.to("neuron"), out=(ld, pivots))
+    torch.testing.assert_close(ld.cpu(), expected.LD)
+    torch.testing.assert_close(pivots.cpu(), expected.pivots)
 
 
 _test_library = torch.library.Library("torchneuron_test", "DEF")
@@ -89,9 +98,10 @@ def test_no_fallback_switch_makes_it_an_error_naming_the_op(monkeypatch):
     monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
     x = torch.rand(3, device="neuron")
     with pytest.raises(
-        RuntimeError, match=r"aten::special_airy_ai has no lowering .*TORCHNEURON_NO_FALLBACK"
+        RuntimeError,
+        match=r"aten::linalg_ldl_factor_ex has no lowering .*TORCHNEURON_NO_FALLBACK",
     ):
-        torch.special.airy_ai(x)
+        torch.linalg.ldl_factor(_symmetric(3).to("neuron"))
     # compiled ops still run
     assert (x * 2).device.type == "neuron"
 

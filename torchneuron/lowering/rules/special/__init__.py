@@ -26,7 +26,7 @@ registers every rule of every family; the rule functions are re-exported here.
 
 from __future__ import annotations
 
-from . import bessel, elementary, error_functions, gamma, polynomials
+from . import airy, bessel, elementary, error_functions, gamma, polynomials
 from .bessel import (
     bessel_j0,
     bessel_j1,
@@ -51,6 +51,7 @@ __all__ = [
     "POLYNOMIALS",
     "RECURRENCE_DEGREES",
     "angle",
+    "airy",
     "bessel",
     "bessel_j0",
     "bessel_j1",
