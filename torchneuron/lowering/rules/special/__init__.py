@@ -17,7 +17,8 @@ Sources of the approximations (formulas and coefficients):
 - the Euler–Maclaurin formula for the Hurwitz zeta function (Bernoulli numbers
   computed below), and the asymptotic series of digamma.
 
-One module per family: ``gamma`` (ln Gamma, digamma, zeta, polygamma, incomplete
+One module per family: ``airy`` (Ai by Taylor pieces from the ODE and DLMF 9.7's
+asymptotic forms), ``gamma`` (ln Gamma, digamma, zeta, polygamma, incomplete
 gamma), ``error_functions`` (erfc, erfcx, log_ndtr, erfinv, ndtri), ``bessel``,
 ``polynomials`` (orthogonal polynomials) and ``elementary`` (angle, hypot, frexp);
 ``common`` holds the float32 compute wrapper they share. Importing this package
