@@ -184,3 +184,60 @@ def test_an_int_scalar_too_wide_for_the_tensor_is_cast_like_pytorch_or_refused(d
     monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "0")
     got = torch.remainder(a.to("neuron"), 2**53 + 1).cpu()  # (warns once per process)
     assert torch.equal(got, torch.remainder(a, 2**53 + 1))
+
+
+# Advanced indexing with no index tensor, or more indices than dims: the shape functions
+# let these through and torch-mlir's index_put decomposition crashed the process.
+BAD_INDICES = {
+    "index_put-0d-no-indices": (
+        "torch.rand([], device=d).index_put([], torch.tensor([1.0], device=d), True)",
+        RuntimeError,
+    ),
+    "index_put-all-none": (
+        "torch.ops.aten.index_put(torch.rand(3, device=d), [None], torch.ones(1, device=d))",
+        RuntimeError,
+    ),
+    "index_put_-no-indices": (
+        "torch.zeros(3, device=d).index_put_([], torch.ones(3, device=d), True)",
+        RuntimeError,
+    ),
+    "unsafe_index_put-no-indices": (
+        "torch.ops.aten._unsafe_index_put(torch.zeros(3, device=d), [], torch.ones(1, device=d))",
+        RuntimeError,
+    ),
+    "index-all-none": (
+        "torch.ops.aten.index.Tensor(torch.rand(3, device=d), [None])",
+        RuntimeError,
+    ),
+    "index_put-0d-too-many": (
+        "torch.ops.aten.index_put(torch.rand([], device=d), [None], torch.tensor(1.0, device=d))",
+        IndexError,
+    ),
+}
+
+
+def test_malformed_index_lists_raise_like_pytorch_not_crash():
+    from tests.device.conftest import run_python
+
+    lines = ["import torch", "d = 'neuron'", "results = []"]
+    for case, (call, _) in BAD_INDICES.items():
+        lines += [
+            "try:",
+            f"    {call}",
+            f"    results.append(({case!r}, None, ''))",
+            "except Exception as error:",
+            f"    results.append(({case!r}, type(error).__name__, str(error)))",
+        ]
+    lines.append("print(repr(results))")
+    result = run_python("\n".join(lines), env={"TORCHNEURON_NO_FALLBACK": "1"})
+    assert result.returncode == 0, result.stderr[-2000:]
+    outcomes = {
+        case: (kind, message) for case, kind, message in eval(result.stdout.splitlines()[-1])
+    }
+    for case, (call, expected) in BAD_INDICES.items():
+        with pytest.raises(expected):  # PyTorch on the CPU refuses the call too
+            eval(call, {"torch": torch, "d": "cpu"})
+        kind, message = outcomes[case]
+        assert kind == expected.__name__, (case, kind, message)
+        if expected is RuntimeError:
+            assert "at least one index tensor" in message, (case, message)

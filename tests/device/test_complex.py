@@ -264,3 +264,36 @@ def test_complex32_and_complex128_without_a_rule_refuse_or_fall_back_listed(monk
         with pytest.raises(NotImplementedError, match="ComplexHalf"):
             torch.sqrt(z.to(torch.complex32).to("neuron"))
     assert "aten::sqrt" in torchneuron.get_fallback_ops()
+
+
+# A real operand of an integer or bool dtype among complex ones has imaginary part 0: the
+# per-part rule took such tensors for indices and put their value in both parts (5 -> 5+5j).
+INTEGER_OPERAND_CASES = {
+    "cat_int": lambda z, i, b: torch.cat([z, i]),
+    "cat_bool_first": lambda z, i, b: torch.cat([b, z]),
+    "stack_int": lambda z, i, b: torch.stack([z, i]),
+    "slice_scatter_int": lambda z, i, b: torch.slice_scatter(z, i[:1], 0, 0, 1),
+    "select_scatter_int": lambda z, i, b: torch.select_scatter(z, i[0], 0, 1),
+    "add_where_copy": lambda z, i, b: (
+        (z + i) * torch.where(b, z, i) + z.clone().copy_(i) + z.clone().copy_(b)
+    ),
+    "indexed_by_int": lambda z, i, b: torch.index_select(z, 0, i % 2) + z[i % 2],
+}
+
+
+@pytest.mark.parametrize("mode", ["eager", "compile"])
+@pytest.mark.parametrize("name", sorted(INTEGER_OPERAND_CASES))
+def test_integer_operand_of_a_complex_op_has_zero_imaginary_part(name, mode):
+    fn = INTEGER_OPERAND_CASES[name]
+    data = (
+        torch.tensor([1 + 2j, 3 - 1j], dtype=torch.complex128),
+        torch.tensor([5, 7]),
+        torch.tensor([True, False]),
+    )
+    expected = fn(*data)
+    if mode == "compile":
+        torch._dynamo.reset()
+        fn = torch.compile(fn, backend="neuron")
+    got = fn(*(_on(v) for v in data))
+    assert got.dtype == expected.dtype
+    assert torch.equal(got.cpu(), expected), (got.cpu(), expected)

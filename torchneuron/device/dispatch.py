@@ -36,6 +36,7 @@ from torchneuron.device import stream_api, streams
 from torchneuron.device.compiled import compiled_cache_info, run_compiled
 from torchneuron.device.host import run_on_host, run_random
 from torchneuron.device.plan import DEVICE_TYPE, OpPlan, Route, flatten, plan_for, plans_by_op
+from torchneuron.device.promotion import run_promoted
 from torchneuron.device.streams import op_depth
 
 __all__ = ["compiled_cache_info", "install", "run_op"]
@@ -64,6 +65,10 @@ def run_op(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
 def _run_op(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
     plan = plans_by_op.get(op) or plan_for(op)
     values = plan.normalize(args, kwargs)
+    if plan.dtype_rule is not None:
+        promoted = run_promoted(op, plan.dtype_rule, values)
+        if promoted is not None:
+            return promoted
     if plan.host_indices is not None:
         values = indices_on_device(plan, values)
     device, key, tensors, scalars = flatten(plan, values)

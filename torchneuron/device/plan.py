@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from torchneuron.device import _C
+from torchneuron.device.promotion import dtype_rule_for
 from torchneuron.target.topology import DEVICE_TYPE
 
 NEURON = torch.device(DEVICE_TYPE)
@@ -158,6 +159,8 @@ class OpPlan:
     # position of the index list of an advanced-indexing op, whose index tensors may
     # live on the CPU (PyTorch moves them to the indexed tensor's device)
     host_indices: int | None = None
+    # the CPU kernel's type promotion where the shape function's differs (``promotion``)
+    dtype_rule: tuple | None = None
 
     def normalize(self, args: tuple, kwargs: dict) -> list:
         values = list(args)
@@ -286,6 +289,7 @@ def plan_for(op: torch._ops.OpOverload) -> OpPlan:
         ),
         numbers_need_tensors=not binding_takes_numbers_as_tensors(op),
         host_indices=_index_list_position(schema.name, arguments),
+        dtype_rule=dtype_rule_for(op) if route is Route.COMPILED else None,
     )
     if route is Route.COMPILED and (SCALAR in kinds or SCALAR_LIST in kinds):
         from torchneuron.device.scalars import rewrite_for

@@ -96,7 +96,9 @@ def _check_inplace_result_type(plan: OpPlan, fake_values: list) -> None:
 
     The CPU kernel checks it (``tensor([1]).mul_(2.5)``: "result type Float can't be
     cast to the desired output type Long"; ``sub_`` of a bool), the shape function
-    does not; a refused call goes to the CPU kernel, which raises PyTorch's error.
+    does not; a refused call goes to the CPU kernel, which raises PyTorch's error, but
+    one whose refusal carries an ``eager_error`` (the CPU kernel would crash or fail
+    with an internal error) raises that at once.
     """
     from torchneuron.lowering.refusals import refusal  # (the lowering loads torch-mlir)
 
@@ -108,6 +110,8 @@ def _check_inplace_result_type(plan: OpPlan, fake_values: list) -> None:
         if integral and not self.dtype.is_complex and exponent < 0:
             # (compile mode's rule raises NegativeIntegerPowerError for the same call)
             reason = "Integers to negative integer powers are not allowed"
+    if getattr(reason, "eager_error", None) is not None:
+        raise reason.eager_error(f"{plan.name}: {reason}")
     if reason is not None:
         raise MetaRejected(reason)
     if plan.mutated != (0,) or torch.Tag.pointwise not in plan.op.tags:

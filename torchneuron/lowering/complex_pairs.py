@@ -416,8 +416,14 @@ CREATION = frozenset(
 )
 
 
+# The arguments of COMPONENTWISE ops that select elements (the same for both parts).
+_INDEX_ARGUMENTS = frozenset({"index", "indices"})
+
+
 def _componentwise(op, args: tuple, kwargs: dict):
     """``op`` applied to the parts: (Pair, ...) -> Pair, lists of Pairs -> list of Pairs."""
+    names = [argument.name for argument in op._schema.arguments]
+    component = _first_pair_dtype((*args, *kwargs.values()))
     real = [None, None]
     for half in (0, 1):
 
@@ -428,21 +434,40 @@ def _componentwise(op, args: tuple, kwargs: dict):
                 return type(value)(part(v) for v in value)
             if isinstance(value, complex):
                 return value.imag if half else value.real
-            if half and isinstance(value, torch.Tensor) and value.is_floating_point():
-                # a real operand among complex ones (cat([x, z])): its imaginary part is 0;
-                # integer and bool tensors are indices and masks, the same for both parts
-                return torch.zeros_like(value)
+            if isinstance(value, torch.Tensor):
+                # a real operand among complex ones (cat([i, z]), slice_scatter(z, i)): an
+                # integer or bool one is promoted to the parts' dtype, as PyTorch promotes
+                # it to z's; its imaginary part is 0, not the operand again
+                if not value.is_floating_point() and component is not None:
+                    value = value.to(component)
+                return torch.zeros_like(value) if half else value
             if isinstance(value, torch.dtype) and value.is_complex:
                 return COMPONENT[value]
             return value
 
-        real[half] = op(*(part(a) for a in args), **{name: part(v) for name, v in kwargs.items()})
+        def argument(name, value, half=half):
+            return value if name in _INDEX_ARGUMENTS else part(value)
+
+        real[half] = op(
+            *(argument(name, a) for name, a in zip(names, args)),
+            **{name: argument(name, v) for name, v in kwargs.items()},
+        )
     re, im = real
     if isinstance(re, (list, tuple)):
         return type(re)(Pair(r, i) for r, i in zip(re, im))
     if isinstance(re, torch.Tensor) and re.dtype.is_floating_point:
         return Pair(re, im)
     return re
+
+
+def _first_pair_dtype(values) -> torch.dtype | None:
+    """The parts' dtype of the first Pair among ``values`` (or in a list among them)."""
+    for value in values:
+        items = value if isinstance(value, (list, tuple)) else (value,)
+        for item in items:
+            if isinstance(item, Pair):
+                return item.re.dtype
+    return None
 
 
 def _creation(op, args: tuple, kwargs: dict):

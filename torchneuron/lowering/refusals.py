@@ -28,13 +28,25 @@ class NoKernelError(RefusedCallError, NotImplementedError):
 
 
 class Refusal(str):
-    """Why a call is refused; ``error`` is the exception class compile mode raises."""
+    """Why a call is refused; ``error`` is the exception class compile mode raises.
+
+    ``eager_error``, where set, is what eager mode raises at once instead of running
+    the CPU kernel (whose own error would be unclear, or a crash).
+    """
 
     error: type[RefusedCallError] = RefusedCallError
+    eager_error: type[Exception] | None = None
 
 
 class NoKernel(Refusal):
     error = NoKernelError
+
+
+class Malformed(Refusal):
+    """PyTorch's CPU kernel fails on the call with an internal error (``index_put`` with
+    no index tensor: "sym_strides() called on an undefined Tensor", an INTERNAL ASSERT)."""
+
+    eager_error = RuntimeError
 
 
 def refused(op, reason: Refusal) -> RefusedCallError:
@@ -69,6 +81,20 @@ _BOOL_SCALAR_CLAMPS = frozenset(
 _INTEGER_POWERS = frozenset({"aten::pow", "aten::pow_"})
 _SORTS = frozenset({"aten::sort", "aten::argsort"})
 _MOMENTS = frozenset({"aten::var", "aten::std", "aten::var_mean", "aten::std_mean"})
+# Advanced indexing: ``indices`` (the second argument) lists one optional tensor per dim.
+# Their shape functions let a list with no tensor, or more entries than dims, through;
+# torch-mlir's index_put decomposition then crashes in native code.
+_ADVANCED_INDEXING = frozenset(
+    {
+        "aten::index",
+        "aten::_unsafe_index",
+        "aten::index_put",
+        "aten::index_put_",
+        "aten::_index_put_impl",
+        "aten::_index_put_impl_",
+        "aten::_unsafe_index_put",
+    }
+)
 
 
 def refusal(op: torch._ops.OpOverload, values: list) -> Refusal | None:
@@ -87,6 +113,8 @@ def _reason(op: torch._ops.OpOverload, values: list) -> str | None:
         return "subtraction with a bool tensor is not supported"
     if not isinstance(self, torch.Tensor):
         return None
+    if name in _ADVANCED_INDEXING and isinstance(values[1], (list, tuple)):
+        return _indices_reason(self, values[1])
     if self.dim() == 0 and "dim" in names:
         dim = values[names.index("dim")]
         if type(dim) is int and dim not in (-1, 0):
@@ -119,6 +147,14 @@ def _reason(op: torch._ops.OpOverload, values: list) -> str | None:
         value = values[names.index("value")]
         if not isinstance(value, torch.Tensor) and not _fits(value, self.dtype):
             return f"value {value!r} cannot be converted to {self.dtype} without overflow"
+    return None
+
+
+def _indices_reason(self: torch.Tensor, indices: list | tuple) -> str | None:
+    if len(indices) > self.dim():
+        return f"too many indices for tensor of dimension {self.dim()} (got {len(indices)})"
+    if all(index is None for index in indices):  # (an index is a tensor, or its graph node)
+        return Malformed(f"indexing needs at least one index tensor, got indices={list(indices)!r}")
     return None
 
 
