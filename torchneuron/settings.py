@@ -56,7 +56,12 @@ FALSE_WORDS = frozenset({"0", "false", "no", "off"})
 
 
 class SettingsError(TorchNeuronError, ValueError):
-    """An environment variable (or an option standing for one) holds a malformed value."""
+    """An environment variable (or an option standing for one) holds a malformed value;
+    ``variable`` names the environment variable (None: an option, not a variable)."""
+
+    def __init__(self, message: str, variable: str | None = None) -> None:
+        super().__init__(message)
+        self.variable = variable
 
 
 def env_text(name: str, default: str | None = None) -> str | None:
@@ -78,7 +83,8 @@ def parse_flag(name: str, value: str | None, default: bool) -> bool:
         return False
     raise SettingsError(
         f"{name}={value!r} is not a switch; use one of {', '.join(sorted(TRUE_WORDS))} "
-        f"(on) or {', '.join(sorted(FALSE_WORDS))} (off)"
+        f"(on) or {', '.join(sorted(FALSE_WORDS))} (off)",
+        name,
     )
 
 
@@ -94,7 +100,7 @@ def parse_choice(name: str, value: str | None, choices: tuple[str, ...], default
     by_lower = {choice.lower(): choice for choice in choices}
     found = by_lower.get(value.strip().lower())
     if found is None:
-        raise SettingsError(f"{name}={value!r} is not one of {', '.join(choices)}")
+        raise SettingsError(f"{name}={value!r} is not one of {', '.join(choices)}", name)
     return found
 
 

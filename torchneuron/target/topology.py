@@ -70,7 +70,7 @@ class Topology:
 
 
 def _env_error(var: str, value: str, expected: str) -> SettingsError:
-    return SettingsError(f"invalid {var}={value!r}: expected {expected}")
+    return SettingsError(f"invalid {var}={value!r}: expected {expected}", var)
 
 
 def parse_target(value: str | None) -> ChipSpec:
