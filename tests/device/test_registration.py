@@ -57,6 +57,10 @@ def test_autoload_failure_warns_and_leaves_import_torch_working():
         ("NEURON_RT_VISIBLE_CORES", "abc"),
         ("TORCHNEURON_HBM_BYTES_PER_CORE", "lots"),
         ("NEURON_PLATFORM_TARGET_OVERRIDE", "trn9"),
+        # read only at first use (a fallback, the first launch): checked at import too
+        ("TORCHNEURON_NO_FALLBACK", "maybe"),
+        ("NEURON_LAUNCH_BLOCKING", "perhaps"),
+        ("TORCHNEURON_XLA_THREADS", "lots"),
     ],
 )
 def test_a_malformed_setting_is_one_warning_line_at_the_users_import(tmp_path, variable, value):

@@ -5,7 +5,9 @@ of ``import torch`` (``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` turns that off; an
 explicit ``import torchneuron`` registers then). It must never break
 ``import torch``: any error becomes a warning and the device stays unregistered.
 
-``register()`` is idempotent and does, in order: load the native layer and
+``register()`` is idempotent and does, in order: check every switch and count of
+``settings`` (a malformed one fails the registration, so it is reported at import
+rather than at the first op that reads it); load the native layer and
 tell it how many cores the topology has; rename PrivateUse1 to ``neuron``;
 install the native hooks (generators, pinned memory, storage resize) and the
 allocator's HBM accounting; generate ``Tensor.neuron()``/``Module.neuron()``;
@@ -24,6 +26,7 @@ import warnings
 
 import torch
 
+from torchneuron import settings
 from torchneuron.settings import SettingsError
 from torchneuron.target.topology import DEVICE_TYPE
 
@@ -64,6 +67,7 @@ def register() -> None:
 
 
 def _register() -> None:
+    settings.check_environment()  # every switch and count, now rather than at first use
     current_name = torch._C._get_privateuse1_backend_name()
     if current_name not in ("privateuseone", DEVICE_TYPE):
         raise RuntimeError(
