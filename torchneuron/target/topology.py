@@ -207,6 +207,23 @@ def topology() -> Topology:
         return _current
 
 
+def hbm_bytes_per_core(target: str, lnc: int) -> int:
+    """One logical core's HBM as this process emulates it: the ``HBM_VAR`` override when
+    set (every emulated core has that capacity, so a compile must refuse what a run would),
+    else what ``target``'s chip has at ``lnc``."""
+    current = topology()
+    if current.hbm_overridden:
+        return current.hbm_bytes_per_core
+    return hardware.chip(target).hbm_bytes_per_logical_core(lnc)
+
+
+def hbm_source(target: str) -> str:
+    """Where ``hbm_bytes_per_core``'s figure comes from, for messages."""
+    if topology().hbm_overridden:
+        return f"{HBM_VAR}={settings.env_text(HBM_VAR)!r}"
+    return f"the {target} chip"
+
+
 def set_topology(new: Topology) -> None:
     """Use ``new`` from now on instead of what the environment says (until a reset).
 
