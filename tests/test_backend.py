@@ -251,3 +251,59 @@ def test_complex_pinv_is_refused_even_with_fallback_on(monkeypatch):
         warnings.simplefilter("error", CpuFallbackWarning)
         got = torch.compile(torch.linalg.pinv, backend="neuron", fullgraph=True)(real)
     torch.testing.assert_close(got, torch.linalg.pinv(real), rtol=1e-4, atol=1e-4)
+
+
+FIRST_COMPILES_AT_ONCE = """
+import threading, torch
+errors, barrier = [], threading.Barrier(4)
+def first_compile():
+    try:
+        barrier.wait()
+        torch.compile(lambda x: x + 1, backend="neuron")(torch.ones(2))
+    except Exception as error:
+        errors.append(repr(error))
+threads = [threading.Thread(target=first_compile) for _ in range(4)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print("errors", errors)
+"""
+
+
+def _python(code: str, **env: str):
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=300,
+    )
+
+
+def test_first_compiles_in_several_threads_at_once_do_not_collide():
+    # Dynamo's entry-point lookup registered the name once per thread: "duplicate name".
+    result = _python(FIRST_COMPILES_AT_ONCE, TORCH_DEVICE_BACKEND_AUTOLOAD="1")
+    assert result.returncode == 0, result.stderr
+    assert "errors []" in result.stdout, result.stdout
+
+
+def test_backend_registers_once_when_dynamo_was_imported_first():
+    # Autoload off, Dynamo loaded before torchneuron: registered at once, and again is a no-op.
+    code = (
+        "import torch, torch._dynamo\n"
+        "import torchneuron\n"
+        "from torchneuron.autoload import register_compile_backend\n"
+        "register_compile_backend()\n"
+        "from torch._dynamo.backends.registry import _COMPILER_FNS\n"
+        "print('registered', _COMPILER_FNS['neuron'].__module__)\n"
+        "print(torch.compile(lambda x: x * 2, backend='neuron')(torch.ones(2)).tolist())\n"
+    )
+    result = _python(code, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    assert result.returncode == 0, result.stderr
+    assert "registered torchneuron.autoload" in result.stdout
+    assert "[2.0, 2.0]" in result.stdout

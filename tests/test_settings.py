@@ -63,3 +63,27 @@ def test_every_variable_is_named_once():
         and value.startswith(("NEURON_", "TORCHNEURON_"))
     }
     assert constants == set(settings.VARIABLES)
+
+
+@pytest.mark.parametrize("name", settings.FLAGS + settings.COUNTS)
+def test_check_environment_names_each_malformed_switch_and_count(monkeypatch, name):
+    for other in settings.FLAGS + settings.COUNTS:
+        monkeypatch.delenv(other, raising=False)
+    settings.check_environment()
+    monkeypatch.setenv(name, "maybe")
+    with pytest.raises(SettingsError, match=f"{name}='maybe' is not a") as caught:
+        settings.check_environment()
+    assert caught.value.variable == name
+
+
+@pytest.mark.parametrize(("value", "count"), [("3", 3), (" 12 ", 12), ("", 5)])
+def test_count_reads_whole_numbers(monkeypatch, value, count):
+    monkeypatch.setenv(NAME, value)
+    assert settings.env_count(NAME, 5) == count
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "1.5", "many"])
+def test_malformed_count_names_the_variable(monkeypatch, value):
+    monkeypatch.setenv(NAME, value)
+    with pytest.raises(SettingsError, match=f"{NAME}='{value}' is not a whole number >= 1"):
+        settings.env_count(NAME)

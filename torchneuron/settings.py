@@ -3,7 +3,8 @@
 ``VARIABLES`` lists them with their meaning (README's table says the same). Modules
 read a variable only through ``env_flag``/``env_text``/``env_choice`` with the name
 constants below: one set of true/false words for every switch, and a malformed value
-is a ``SettingsError`` that names the variable and what it accepts. Values are read
+is a ``SettingsError`` that names the variable and what it accepts (the switches and
+counts are all checked when the device registers: ``check_environment``). Values are read
 when asked for; callers that must read once (the topology, as CUDA reads
 ``CUDA_VISIBLE_DEVICES``) cache the result themselves and offer a reset.
 """
@@ -55,12 +56,23 @@ VARIABLES: dict[str, str] = {
     CONFORMANCE_WORKERS: "worker processes of tests/conformance (default: up to 2)",
 }
 
+# The switches and the counts: read by their users when needed, and all checked when the
+# device registers (``check_environment``), so that a malformed one is reported at
+# ``import torch`` rather than accepted until the first op that happens to read it.
+FLAGS = (NO_FALLBACK, CACHE, XLA_SINGLE_THREADED, LAUNCH_BLOCKING, EAGER_FUSION, CHECK, UPDATE_GOLDENS)
+COUNTS = (XLA_THREADS, CONFORMANCE_WORKERS)
+
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 FALSE_WORDS = frozenset({"0", "false", "no", "off"})
 
 
 class SettingsError(TorchNeuronError, ValueError):
-    """An environment variable (or an option standing for one) holds a malformed value."""
+    """An environment variable (or an option standing for one) holds a malformed value;
+    ``variable`` names the environment variable (None: an option, not a variable)."""
+
+    def __init__(self, message: str, variable: str | None = None) -> None:
+        super().__init__(message)
+        self.variable = variable
 
 
 def env_text(name: str, default: str | None = None) -> str | None:
@@ -82,7 +94,8 @@ def parse_flag(name: str, value: str | None, default: bool) -> bool:
         return False
     raise SettingsError(
         f"{name}={value!r} is not a switch; use one of {', '.join(sorted(TRUE_WORDS))} "
-        f"(on) or {', '.join(sorted(FALSE_WORDS))} (off)"
+        f"(on) or {', '.join(sorted(FALSE_WORDS))} (off)",
+        name,
     )
 
 
@@ -98,10 +111,34 @@ def parse_choice(name: str, value: str | None, choices: tuple[str, ...], default
     by_lower = {choice.lower(): choice for choice in choices}
     found = by_lower.get(value.strip().lower())
     if found is None:
-        raise SettingsError(f"{name}={value!r} is not one of {', '.join(choices)}")
+        raise SettingsError(f"{name}={value!r} is not one of {', '.join(choices)}", name)
     return found
 
 
 def env_choice(name: str, choices: tuple[str, ...], default: str) -> str:
     """One of ``choices`` (case-insensitive); ``default`` when unset or blank."""
     return parse_choice(name, os.environ.get(name), choices, default)
+
+
+def env_count(name: str, default: int | None = None) -> int | None:
+    """A whole number >= 1 (e.g. a thread count); ``default`` when unset or blank."""
+    text = env_text(name)
+    if text is None:
+        return default
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise SettingsError(
+            f"{name}={text!r} is not a whole number >= 1; leave it unset for the default", name
+        )
+    return count
+
+
+def check_environment() -> None:
+    """Raise the ``SettingsError`` of the first malformed switch or count that is set."""
+    for name in FLAGS:
+        env_flag(name)
+    for name in COUNTS:
+        env_count(name)

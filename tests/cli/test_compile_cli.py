@@ -8,6 +8,7 @@ which saves an interpreter start per command.
 
 import numpy as np
 import pytest
+import torch
 
 from tests.cli.neuronc import console_script
 from torchneuron.compiler.stages import TABLE
@@ -143,3 +144,32 @@ def test_a_torch_artifact_without_weights_names_its_arguments_by_position(
     neuronc.run("run", tmp_path / "t.neff", "--input", x, "--output-dir", tmp_path / "out")
     result = np.load(tmp_path / "out" / "output0.npy")
     np.testing.assert_array_equal(result, np.arange(4, dtype=np.float32) * 3.0 + 1.0)
+
+
+def test_compile_refuses_what_run_would_under_an_hbm_override(neuronc, tmp_path):
+    # 2 MiB in, 2 MiB out: fits the chip, not a core of TORCHNEURON_HBM_BYTES_PER_CORE=1MiB.
+    # `neuronc run` refused it under the override while `neuronc compile` wrote the NEFF.
+    class Double(torch.nn.Module):
+        def forward(self, x):
+            return x * 2.0
+
+    program = tmp_path / "double.pt2"
+    torch.export.save(torch.export.export(Double(), (torch.ones(512, 1024),)), str(program))
+    np.save(tmp_path / "x.npy", np.ones((512, 1024), np.float32))
+    neff = tmp_path / "double.neff"
+    neuronc.run("compile", program, "-o", neff)
+    small = {"TORCHNEURON_HBM_BYTES_PER_CORE": "1MiB"}
+    ran = neuronc.run("run", neff, "--input", f"x={tmp_path / 'x.npy'}", check=False, env=small)
+    assert ran.returncode != 0 and "out of HBM" in ran.stderr and "1.00 MiB" in ran.stderr
+
+    refused = neuronc.run(
+        "compile", program, "-o", tmp_path / "refused.neff", check=False, env=small
+    )
+    assert refused.returncode != 0
+    (line,) = refused.stderr.splitlines()
+    assert line.startswith("neuronc: error: 'double' does not fit"), line
+    assert (
+        "1.00 MiB (1048576 bytes) are available (from TORCHNEURON_HBM_BYTES_PER_CORE='1MiB')"
+        in line
+    )
+    assert not (tmp_path / "refused.neff").exists()

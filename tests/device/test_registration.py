@@ -48,8 +48,34 @@ def test_autoload_failure_warns_and_leaves_import_torch_working():
     assert result.returncode == 0, result.stderr
     assert "imported 1.0 False" in result.stdout
     assert "privateuseone" in result.stdout
-    assert "neuron device could not be registered" in result.stderr
-    assert result.stderr.count("could not be registered") == 1
+    assert result.stderr.count("RuntimeWarning") == 1
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("NEURON_RT_VISIBLE_CORES", "abc"),
+        ("TORCHNEURON_HBM_BYTES_PER_CORE", "lots"),
+        ("NEURON_PLATFORM_TARGET_OVERRIDE", "trn9"),
+        # read only at first use (a fallback, the first launch): checked at import too
+        ("TORCHNEURON_NO_FALLBACK", "maybe"),
+        ("NEURON_LAUNCH_BLOCKING", "perhaps"),
+        ("TORCHNEURON_XLA_THREADS", "lots"),
+    ],
+)
+def test_a_malformed_setting_is_one_warning_line_at_the_users_import(tmp_path, variable, value):
+    # PyTorch would turn an exception into a failed `import torch`: the warning is what the
+    # user sees before device="neuron" fails with PyTorch's "Expected one of cpu, ..." error.
+    script = tmp_path / "user_script.py"
+    script.write_text("import torch\n")
+    result = run_python(f"import runpy; runpy.run_path({str(script)!r})", env={variable: value})
+    assert result.returncode == 0, result.stderr
+    warning, *rest = result.stderr.splitlines()
+    assert rest == ["  import torch"], result.stderr  # the warning points at the user's line
+    assert warning.startswith(f"{script}:1: RuntimeWarning: torchneuron: "), warning
+    assert f"{variable}={value!r}" in warning
+    assert f"Fix or unset {variable};" in warning
+    assert "device='neuron' fails" in warning
 
 
 def test_device_is_privateuse1_renamed_and_accelerator_resolves_to_it():

@@ -97,7 +97,9 @@ def test_a_malformed_thread_count_names_the_variable(monkeypatch, value):
     monkeypatch.setenv("TORCHNEURON_XLA_THREADS", value)
     monkeypatch.delenv("TORCHNEURON_XLA_SINGLE_THREADED", raising=False)
     monkeypatch.setattr(executor, "_single_threaded_request", None)
-    with pytest.raises(SettingsError, match=f"TORCHNEURON_XLA_THREADS='{value}' is not a thread"):
+    with pytest.raises(
+        SettingsError, match=f"TORCHNEURON_XLA_THREADS='{value}' is not a whole number >= 1"
+    ):
         executor.requested_xla_threads()
 
 

@@ -74,6 +74,28 @@ def test_bad_free_and_negative_size():
         hbm.allocate(-1, "x")
 
 
+@pytest.mark.parametrize(
+    ("held", "asked", "shown"),
+    [
+        # "1.00 GiB" asked and "1024.00 MiB" free: the rounded units alone look as if it fits
+        ((1 << 30) + 512, 1 << 30, "1024.00 MiB (1073741312 bytes) free"),
+        # 1 byte over 1 GiB is charged 512 more (the granularity): "1.00 GiB" of "1.00 GiB"
+        (1 << 30, (1 << 30) + 1, "1.00 GiB (1073741824 bytes) free"),
+    ],
+)
+def test_oom_message_shows_that_the_request_exceeds_what_is_free(held, asked, shown):
+    hbm = HbmAllocator(2 << 30, "NeuronCore 0")
+    hbm.allocate(held, "weights")
+    with pytest.raises(NeuronOutOfMemoryError) as info:
+        hbm.allocate(asked, "x")
+    message = str(info.value)
+    assert f"tried to allocate 1.00 GiB ({asked} bytes" in message
+    assert "for x, 512 bytes more than is free;" in message
+    assert shown in message
+    if asked % 512:
+        assert f"{asked + 511} bytes at the 512-byte allocation granularity" in message
+
+
 def test_oom_message_and_consistency():
     core = "NeuronCore 0 (trn2, LNC=2)"
     hbm = HbmAllocator(2 * 1024 * 1024, core)
@@ -85,8 +107,8 @@ def test_oom_message_and_consistency():
     assert message.startswith(
         f"{core} out of HBM: tried to allocate 1.00 MiB (1048576 bytes) for execution buffers"
     )
-    assert "1.00 MiB already allocated" in message
-    assert "capacity 2.00 MiB" in message
+    assert "1.00 MiB (1049600 bytes) already allocated" in message
+    assert "capacity 2.00 MiB (2097152 bytes)" in message
     assert "Largest holders: weight 'w' of NEFF 'm' 1.00 MiB" in message
     assert isinstance(info.value, torch.OutOfMemoryError)
     assert isinstance(info.value, NeuronRuntimeError)

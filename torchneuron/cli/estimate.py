@@ -18,7 +18,7 @@ def estimate_command(args) -> int:
 
     from torchneuron.compiler.pipeline import logical_core_size
     from torchneuron.estimate.cost_model import estimate_text
-    from torchneuron.target import hardware
+    from torchneuron.target.topology import hbm_bytes_per_core
 
     targets = args.target or ["trn2"]
     if len(set(targets)) != len(targets):
@@ -34,7 +34,7 @@ def estimate_command(args) -> int:
         start = time.perf_counter()
         schedule = estimate_text(optimized, target, lnc)
         seconds = time.perf_counter() - start
-        capacity = hardware.chip(target).hbm_bytes_per_logical_core(lnc)
+        capacity = hbm_bytes_per_core(target, lnc)
         columns[target] = {
             **schedule.summary(),
             "lnc": lnc,

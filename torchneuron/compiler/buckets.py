@@ -134,12 +134,13 @@ def buckets_from_env() -> tuple[int, ...] | None:
         sizes = [int(part) for part in text.split(",")]
     except ValueError:
         raise settings.SettingsError(
-            f"{where} is not a comma-separated list of sizes (e.g. 32,64,128), auto or off"
+            f"{where} is not a comma-separated list of sizes (e.g. 32,64,128), auto or off",
+            settings.BUCKETS,
         ) from None
     try:
         return parse_buckets(sizes, where)
     except ValueError as error:
-        raise settings.SettingsError(str(error)) from None
+        raise settings.SettingsError(str(error), settings.BUCKETS) from None
 
 
 # -- the route ---------------------------------------------------------------------

@@ -309,11 +309,12 @@ class Compilation:
     # -- helpers ------------------------------------------------------------
 
     def _check_fits(self, schedule, lnc: int) -> None:
-        """HbmCapacityError when the program's peak HBM exceeds one logical core's."""
+        """HbmCapacityError when the program's peak HBM exceeds one logical core's (as the
+        runtime emulates it: ``TORCHNEURON_HBM_BYTES_PER_CORE`` counts here as at run time)."""
         from torchneuron.runtime.memory import format_bytes
-        from torchneuron.target import hardware
+        from torchneuron.target.topology import hbm_bytes_per_core, hbm_source
 
-        capacity = hardware.chip(self.target).hbm_bytes_per_logical_core(lnc)
+        capacity = hbm_bytes_per_core(self.target, lnc)
         plan = schedule.memory
         needed = plan.peak_hbm_bytes
         if needed <= capacity:
@@ -329,7 +330,8 @@ class Compilation:
         raise HbmCapacityError(
             f"{self.name!r} does not fit on one {self.target} logical NeuronCore (LNC={lnc}): "
             f"it needs {format_bytes(needed)} ({needed} bytes) of HBM at its peak, "
-            f"{format_bytes(capacity)} ({capacity} bytes) are available. "
+            f"{format_bytes(capacity)} ({capacity} bytes) are available "
+            f"(from {hbm_source(self.target)}). "
             f"Weights {format_bytes(plan.weights_bytes)}, inputs "
             f"{format_bytes(plan.inputs_bytes)}, outputs {format_bytes(plan.outputs_bytes)}, "
             f"temporaries {format_bytes(plan.temporaries_bytes)}. Largest live tensors: "

@@ -5,7 +5,9 @@ of ``import torch`` (``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` turns that off; an
 explicit ``import torchneuron`` registers then). It must never break
 ``import torch``: any error becomes a warning and the device stays unregistered.
 
-``register()`` is idempotent and does, in order: load the native layer and
+``register()`` is idempotent and does, in order: check every switch and count of
+``settings`` (a malformed one fails the registration, so it is reported at import
+rather than at the first op that reads it); load the native layer and
 tell it how many cores the topology has; rename PrivateUse1 to ``neuron``;
 install the native hooks (generators, pinned memory, storage resize) and the
 allocator's HBM accounting; generate ``Tensor.neuron()``/``Module.neuron()``;
@@ -16,11 +18,16 @@ sparse kernels and autocast.
 from __future__ import annotations
 
 import atexit
+import importlib
+import os
+import sys
 import threading
 import warnings
 
 import torch
 
+from torchneuron import settings
+from torchneuron.settings import SettingsError
 from torchneuron.target.topology import DEVICE_TYPE
 
 _lock = threading.RLock()
@@ -60,6 +67,7 @@ def register() -> None:
 
 
 def _register() -> None:
+    settings.check_environment()  # every switch and count, now rather than at first use
     current_name = torch._C._get_privateuse1_backend_name()
     if current_name not in ("privateuseone", DEVICE_TYPE):
         raise RuntimeError(
@@ -103,10 +111,43 @@ def autoload() -> None:
     try:
         register()
     except Exception as error:  # never break `import torch`
-        warnings.warn(
-            f"torchneuron: the neuron device could not be registered "
-            f"({type(error).__name__}: {error}). The 'neuron' device is unavailable in this "
-            "process; set TORCH_DEVICE_BACKEND_AUTOLOAD=0 to silence this.",
-            RuntimeWarning,
-            stacklevel=2,
-        )
+        warnings.warn(_unavailable_message(error), RuntimeWarning, stacklevel=_user_stacklevel())
+
+
+def _unavailable_message(error: Exception) -> str:
+    """One line: what is wrong and how to fix it. PyTorch turns an exception here into a
+    failed ``import torch``, so this warning is all the user sees until ``device="neuron"``
+    fails with PyTorch's own "Expected one of cpu, cuda, ..." error, which names nothing."""
+    consequence = (
+        "the 'neuron' device is not registered in this process, and device='neuron' fails "
+        "with PyTorch's 'Expected one of cpu, cuda, ... device type' error"
+    )
+    variable = getattr(error, "variable", None)
+    if isinstance(error, SettingsError) and variable is not None:
+        return f"torchneuron: {error}. Fix or unset {variable}; until then {consequence}."
+    return (
+        f"torchneuron: the neuron device could not be registered "
+        f"({type(error).__name__}: {error}); {consequence}. "
+        "Set TORCH_DEVICE_BACKEND_AUTOLOAD=0 to silence this."
+    )
+
+
+def _user_stacklevel() -> int:
+    """The ``warnings`` stacklevel, seen from ``autoload``, of the first frame outside
+    torch, torchneuron and the import machinery: the user's ``import torch`` line."""
+    inside = (
+        os.path.dirname(importlib.__file__) + os.sep,  # entry points load through it
+        os.path.dirname(torch.__file__) + os.sep,
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
+    )
+    frame, level = sys._getframe(1), 1  # autoload's frame is stacklevel 1
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name.startswith("<frozen importlib"):
+            pass  # ``warnings`` does not count the import system's frames either
+        elif name.startswith(inside):
+            level += 1
+        else:
+            return level
+        frame = frame.f_back
+    return 1

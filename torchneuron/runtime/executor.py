@@ -139,19 +139,7 @@ def requested_xla_threads() -> int | None:
         single = settings.env_flag(settings.XLA_SINGLE_THREADED)
     if single:
         return 1
-    text = settings.env_text(settings.XLA_THREADS)
-    if text is None:
-        return None
-    try:
-        count = int(text)
-    except ValueError:
-        count = 0
-    if count < 1:
-        raise settings.SettingsError(
-            f"{settings.XLA_THREADS}={text!r} is not a thread count; use a whole number >= 1 "
-            "(or leave it unset for one thread per core)"
-        )
-    return count
+    return settings.env_count(settings.XLA_THREADS)
 
 
 def default_xla_threads() -> int:

@@ -29,6 +29,11 @@ ALLOCATION_GRANULARITY = 512
 __all__ = ["ALLOCATION_GRANULARITY", "HbmAllocator", "format_bytes", "round_to_granularity"]
 
 
+def _exact(nbytes: int) -> str:
+    """``nbytes`` in binary units with the exact count: ``"1.00 GiB (1073741824 bytes)"``."""
+    return format_bytes(nbytes) if nbytes < 1024 else f"{format_bytes(nbytes)} ({nbytes} bytes)"
+
+
 def round_to_granularity(nbytes: int) -> int:
     return -(-nbytes // ALLOCATION_GRANULARITY) * ALLOCATION_GRANULARITY
 
@@ -217,11 +222,20 @@ class HbmAllocator:
             by_tag[block_tag] = by_tag.get(block_tag, 0) + charged
         largest = sorted(by_tag.items(), key=lambda item: -item[1])[:3]
         holders = ", ".join(f"{name} {format_bytes(size)}" for name, size in largest)
+        charged = round_to_granularity(nbytes)
+        free = self._capacity - self._allocated
+        # Every figure with its exact bytes: rounded units alone can show a request that
+        # looks as if it fits ("1.00 GiB" asked, "1024.00 MiB" free).
+        rounding = (
+            f", {charged} bytes at the {ALLOCATION_GRANULARITY}-byte allocation granularity"
+            if charged != nbytes
+            else ""
+        )
         message = (
-            f"{self._core_description} out of HBM: tried to allocate {format_bytes(nbytes)} "
-            f"({nbytes} bytes) for {tag}; {format_bytes(self._allocated)} already allocated; "
-            f"capacity {format_bytes(self._capacity)} "
-            f"({format_bytes(self._capacity - self._allocated)} free)."
+            f"{self._core_description} out of HBM: tried to allocate {_exact(nbytes)}{rounding}"
+            f" for {tag}, {charged - free} bytes more than is free; "
+            f"{_exact(self._allocated)} already allocated; capacity {_exact(self._capacity)}, "
+            f"{_exact(free)} free."
         )
         if holders:
             message += f" Largest holders: {holders}."

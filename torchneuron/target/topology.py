@@ -70,7 +70,7 @@ class Topology:
 
 
 def _env_error(var: str, value: str, expected: str) -> SettingsError:
-    return SettingsError(f"invalid {var}={value!r}: expected {expected}")
+    return SettingsError(f"invalid {var}={value!r}: expected {expected}", var)
 
 
 def parse_target(value: str | None) -> ChipSpec:
@@ -205,6 +205,23 @@ def topology() -> Topology:
         if _current is None:
             _current = build_topology(environment())
         return _current
+
+
+def hbm_bytes_per_core(target: str, lnc: int) -> int:
+    """One logical core's HBM as this process emulates it: the ``HBM_VAR`` override when
+    set (every emulated core has that capacity, so a compile must refuse what a run would),
+    else what ``target``'s chip has at ``lnc``."""
+    current = topology()
+    if current.hbm_overridden:
+        return current.hbm_bytes_per_core
+    return hardware.chip(target).hbm_bytes_per_logical_core(lnc)
+
+
+def hbm_source(target: str) -> str:
+    """Where ``hbm_bytes_per_core``'s figure comes from, for messages."""
+    if topology().hbm_overridden:
+        return f"{HBM_VAR}={settings.env_text(HBM_VAR)!r}"
+    return f"the {target} chip"
 
 
 def set_topology(new: Topology) -> None:

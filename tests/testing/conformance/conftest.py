@@ -76,7 +76,6 @@ def conformance_outcomes():
 
     lines = [key for key in gating_expectations() if selected(key[2])]
     tasks = [Task(entry, mode, dtype, DEFAULT_SAMPLES) for mode, dtype, entry in lines]
-    default = str(min(2, os.cpu_count() or 1))
-    workers = int(settings.env_text(settings.CONFORMANCE_WORKERS, default))
+    workers = settings.env_count(settings.CONFORMANCE_WORKERS, min(2, os.cpu_count() or 1))
     outcomes = WorkerPool(workers=workers, timeout=180).run(tasks)
     return {(o.mode, o.dtype, o.entry): o for o in outcomes}
