@@ -59,7 +59,15 @@ VARIABLES: dict[str, str] = {
 # The switches and the counts: read by their users when needed, and all checked when the
 # device registers (``check_environment``), so that a malformed one is reported at
 # ``import torch`` rather than accepted until the first op that happens to read it.
-FLAGS = (NO_FALLBACK, CACHE, XLA_SINGLE_THREADED, LAUNCH_BLOCKING, EAGER_FUSION, CHECK, UPDATE_GOLDENS)
+FLAGS = (
+    NO_FALLBACK,
+    CACHE,
+    XLA_SINGLE_THREADED,
+    LAUNCH_BLOCKING,
+    EAGER_FUSION,
+    CHECK,
+    UPDATE_GOLDENS,
+)
 COUNTS = (XLA_THREADS, CONFORMANCE_WORKERS)
 
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
