@@ -236,3 +236,25 @@ def test_compiled_native_dropout_not_training_is_the_identity(device, dtype, fre
     assert output.device.type == device
     assert output.dtype == dtype and mask.dtype == torch.bool
     assert torch.equal(output.cpu(), expected) and torch.equal(mask.cpu(), expected_mask)
+
+
+@pytest.mark.parametrize("device", ["cpu", "neuron"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_compiled_draw_from_an_explicit_generator_matches_eager_and_advances_it(
+    device, dtype, fresh_dynamo
+):
+    # Dynamo draws from an explicit generator outside the graph: the values are eager's
+    generator = torch.Generator(device)
+    x = torch.zeros(4, dtype=dtype, device=device)
+
+    def fn(t):
+        return t + torch.randn(4, dtype=dtype, generator=generator, device=device)
+
+    compiled = torch.compile(fn, backend="neuron")
+    generator.manual_seed(5)
+    first, second = compiled(x), compiled(x)
+    compiled_state = generator.get_state()
+    generator.manual_seed(5)
+    assert torch.equal(first.cpu(), fn(x).cpu()) and torch.equal(second.cpu(), fn(x).cpu())
+    assert torch.equal(compiled_state, generator.get_state())
+    assert not torch.equal(first.cpu(), second.cpu())
