@@ -250,3 +250,21 @@ def test_complex_pinv_is_refused_even_with_fallback_on(monkeypatch):
     with pytest.warns(UserWarning, match="runs on the CPU"):
         got = torch.compile(torch.linalg.pinv, backend="neuron", fullgraph=True)(real)
     torch.testing.assert_close(got, torch.linalg.pinv(real), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("fn", [torch.linalg.eig, torch.linalg.eigvals])
+def test_real_op_with_complex_results_is_refused_by_name_not_retraced_for_ever(fn, monkeypatch):
+    # linalg_eig takes a real matrix and returns complex ones: the real-pair retrace ran
+    # it as it was and recursed on its own complex graph until RecursionError
+    torch._dynamo.reset()
+    monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
+    a = torch.randn(4, 4)
+    with pytest.raises(torch._dynamo.exc.BackendCompilerFailed, match=r"aten\.linalg_eig"):
+        torch.compile(fn, backend="neuron")(a)
+    monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "0")
+    torch._dynamo.reset()
+    with warnings.catch_warnings():  # with fallback on: the CPU's values
+        warnings.simplefilter("ignore", CpuFallbackWarning)
+        got = torch.compile(torch.linalg.eigvals, backend="neuron")(a)
+    torch.testing.assert_close(got, torch.linalg.eigvals(a))
+    torch._dynamo.reset()
