@@ -91,3 +91,21 @@ def test_lowering_errors_share_the_package_root():
     for error in (lowering.LoweringError, UnsupportedOpError, DynamicShapeError):
         assert issubclass(error, TorchNeuronError)
     assert issubclass(UnsupportedOpError, lowering.LoweringError)
+
+
+def test_opaque_custom_op_is_named_not_an_aten_op_beside_it():
+    # torch.nn.functional.linear_cross_entropy's chunked path (reduction="none") is a
+    # torch_nn:: custom op that stays a torch.operator; the error named the aten ops
+    # around it (aten.unsqueeze, aten.eq.Scalar) or "operator"
+    options = torch.nn.LinearCrossEntropyOptions(batch_chunk_size=4)
+
+    def loss(x, w, t):
+        return torch.nn.functional.linear_cross_entropy(
+            x.unsqueeze(0).squeeze(0), w, t, options=options, reduction="none"
+        ) * (t == 1)
+
+    gm = make_fx(loss)(torch.randn(8, 4), torch.randn(5, 4), torch.randint(0, 5, (8,)))
+    with pytest.raises(UnsupportedOpError) as info:
+        _lower(gm)
+    assert info.value.op == "torch_nn._linear_cross_entropy_batch_chunked_no_reduction.default"
+    assert "f32[8, 4], f32[5, 4], i64[8]" in str(info.value)
