@@ -40,6 +40,7 @@ def lowering_rules() -> dict[torch._ops.OpOverload, Rule]:
         qr,
         random,
         reductions,
+        scaled_mm,
         shifts,
         sorting,
         special,
