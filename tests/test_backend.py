@@ -307,3 +307,21 @@ def test_backend_registers_once_when_dynamo_was_imported_first():
     assert result.returncode == 0, result.stderr
     assert "registered torchneuron.autoload" in result.stdout
     assert "[2.0, 2.0]" in result.stdout
+
+
+@pytest.mark.parametrize("fn", [torch.linalg.eig, torch.linalg.eigvals])
+def test_real_op_with_complex_results_is_refused_by_name_not_retraced_for_ever(fn, monkeypatch):
+    # linalg_eig takes a real matrix and returns complex ones: the real-pair retrace ran
+    # it as it was and recursed on its own complex graph until RecursionError
+    torch._dynamo.reset()
+    monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
+    a = torch.randn(4, 4)
+    with pytest.raises(torch._dynamo.exc.BackendCompilerFailed, match=r"aten\.linalg_eig"):
+        torch.compile(fn, backend="neuron")(a)
+    monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "0")
+    torch._dynamo.reset()
+    with warnings.catch_warnings():  # with fallback on: the CPU's values
+        warnings.simplefilter("ignore", CpuFallbackWarning)
+        got = torch.compile(torch.linalg.eigvals, backend="neuron")(a)
+    torch.testing.assert_close(got, torch.linalg.eigvals(a))
+    torch._dynamo.reset()

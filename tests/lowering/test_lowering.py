@@ -91,3 +91,35 @@ def test_lowering_errors_share_the_package_root():
     for error in (lowering.LoweringError, UnsupportedOpError, DynamicShapeError):
         assert issubclass(error, TorchNeuronError)
     assert issubclass(UnsupportedOpError, lowering.LoweringError)
+
+
+def test_opaque_custom_op_is_named_not_an_aten_op_beside_it():
+    # torch.nn.functional.linear_cross_entropy's chunked path (reduction="none") is a
+    # torch_nn:: custom op that stays a torch.operator; the error named the aten ops
+    # around it (aten.unsqueeze, aten.eq.Scalar) or "operator"
+    options = torch.nn.LinearCrossEntropyOptions(batch_chunk_size=4)
+
+    def loss(x, w, t):
+        return torch.nn.functional.linear_cross_entropy(
+            x.unsqueeze(0).squeeze(0), w, t, options=options, reduction="none"
+        ) * (t == 1)
+
+    gm = make_fx(loss)(torch.randn(8, 4), torch.randn(5, 4), torch.randint(0, 5, (8,)))
+    with pytest.raises(UnsupportedOpError) as info:
+        _lower(gm)
+    assert info.value.op == "torch_nn._linear_cross_entropy_batch_chunked_no_reduction.default"
+    assert "f32[8, 4], f32[5, 4], i64[8]" in str(info.value)
+
+
+def test_quantized_tensor_types_are_refused_naming_the_op(monkeypatch, fresh_dynamo):
+    # torch-mlir's importer has no type for torch.qint8: it raised a bare KeyError
+    monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
+
+    def fn(x):
+        return torch.quantize_per_tensor(x, 0.1, 0, torch.qint8).dequantize()
+
+    with pytest.raises(torch._dynamo.exc.BackendCompilerFailed) as info:
+        torch.compile(fn, backend="neuron")(torch.randn(4, 4))
+    assert isinstance(info.value.inner_exception, UnsupportedOpError)
+    assert info.value.inner_exception.op == "aten.quantize_per_tensor.default"
+    assert "quantized_decomposed" in str(info.value)

@@ -221,3 +221,40 @@ def test_compiled_multinomial_of_invalid_weights_raises_as_pytorch_does(weights,
         torch.multinomial(torch.tensor(weights), 1)
     with pytest.raises(RuntimeError):
         compiled(torch.tensor(weights))
+
+
+@pytest.mark.parametrize("device", ["cpu", "neuron"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_compiled_native_dropout_not_training_is_the_identity(device, dtype, fresh_dynamo):
+    # train=False draws nothing: (x, all True), as eager; it was refused as a random op
+    x = torch.arange(12, dtype=dtype).reshape(3, 4)
+    compiled = torch.compile(
+        lambda t: torch.ops.aten.native_dropout(t, 0.5, False), backend="neuron"
+    )
+    output, mask = compiled(x.to(device))
+    expected, expected_mask = torch.ops.aten.native_dropout(x, 0.5, False)
+    assert output.device.type == device
+    assert output.dtype == dtype and mask.dtype == torch.bool
+    assert torch.equal(output.cpu(), expected) and torch.equal(mask.cpu(), expected_mask)
+
+
+@pytest.mark.parametrize("device", ["cpu", "neuron"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_compiled_draw_from_an_explicit_generator_matches_eager_and_advances_it(
+    device, dtype, fresh_dynamo
+):
+    # Dynamo draws from an explicit generator outside the graph: the values are eager's
+    generator = torch.Generator(device)
+    x = torch.zeros(4, dtype=dtype, device=device)
+
+    def fn(t):
+        return t + torch.randn(4, dtype=dtype, generator=generator, device=device)
+
+    compiled = torch.compile(fn, backend="neuron")
+    generator.manual_seed(5)
+    first, second = compiled(x), compiled(x)
+    compiled_state = generator.get_state()
+    generator.manual_seed(5)
+    assert torch.equal(first.cpu(), fn(x).cpu()) and torch.equal(second.cpu(), fn(x).cpu())
+    assert torch.equal(compiled_state, generator.get_state())
+    assert not torch.equal(first.cpu(), second.cpu())

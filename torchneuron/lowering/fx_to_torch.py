@@ -18,8 +18,15 @@ from torch_mlir.dialects import torch as torch_d
 from torch_mlir.extras.fx_importer import FxImporter
 
 from .checks import Check, check_of, is_check
-from .errors import DynamicShapeError, LoweringError
+from .errors import (
+    DynamicShapeError,
+    LoweringError,
+    UnsupportedOpError,
+    describe_value,
+    node_source,
+)
 from .normalize import normalize_graph
+from .scalar_asserts import scalar_asserts_as_checks
 
 
 @dataclass
@@ -136,6 +143,8 @@ def prepare_graph(
             # Nothing to compute (and torch-mlir cannot lower every empty literal).
             constant_outputs[i] = EmptyOutput(tuple(value.shape), value.dtype)
     kept = [r for i, r in enumerate(results) if r is not None and i not in constant_outputs]
+    _refuse_quantized(graph)
+    scalar_asserts_as_checks(graph)
     conditions, checks = _checks_as_outputs(graph)
     output_node.args = (tuple(kept + conditions),)
     graph.eliminate_dead_code()
@@ -143,6 +152,34 @@ def prepare_graph(
     return PreparedGraph(
         gm, arguments, weights, len(results), none_outputs, constant_outputs, tuple(checks)
     )
+
+
+_QUANTIZED = frozenset({torch.qint8, torch.quint8, torch.qint32, torch.quint4x2, torch.quint2x4})
+
+
+def _refuse_quantized(graph: torch.fx.Graph) -> None:
+    """Refuse, naming it, the first op that makes or takes a quantized tensor type
+    (``torch.qint8``...): torch-mlir's importer has no type for them (a bare KeyError)."""
+    for node in graph.nodes:
+        if node.op != "call_function":
+            continue
+        values = [node.meta.get("val"), *(a.meta.get("val") for a in node.all_input_nodes)]
+        flat = torch.utils._pytree.tree_leaves([values, node.args, node.kwargs])
+        if any(_is_quantized(v) for v in flat):
+            raise UnsupportedOpError(
+                str(node.target),
+                [describe_value(a.meta.get("val")) for a in node.all_input_nodes],
+                node_source(node),
+                detail="quantized tensor types (torch.qint8, quint8, qint32...) have no "
+                "StableHLO form; quantize with torch.ops.quantized_decomposed (integer "
+                "tensors and explicit scales and zero points) instead",
+            )
+
+
+def _is_quantized(value) -> bool:
+    if isinstance(value, torch.dtype):
+        return value in _QUANTIZED
+    return isinstance(value, torch.Tensor) and value.dtype in _QUANTIZED
 
 
 def _checks_as_outputs(graph: torch.fx.Graph) -> tuple[list[torch.fx.Node], list[Check]]:

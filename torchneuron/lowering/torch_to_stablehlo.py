@@ -63,7 +63,13 @@ CRASHING_FORMS: dict[str, int | None] = {
 }
 
 _ILLEGAL_OP = re.compile(r"failed to legalize operation '([\w.]+)'")
-_OPAQUE_OP = re.compile(r'name = "(torch\.(?:aten|prims)\.[\w.]+)"')
+# an op torch-mlir imported without knowing it: ``torch.operator`` named by its
+# namespace and name, any namespace (aten, prims, or a custom op's: torch_nn, mylib...);
+# generic form in diagnostics, custom form in the printed module
+_OPAQUE_OP = re.compile(
+    r'"torch\.operator"\([^)]*\)\s*<\{name = "(torch\.[\w.]+)"'
+    r'|\btorch\.operator "(torch\.[\w.]+)"'
+)
 _LEFTOVER_ATEN_OP = re.compile(r"\b(torch\.aten\.[\w.]+)\b")
 
 
@@ -218,7 +224,7 @@ def _explain(diagnostics: str, stage: str, module: ir.Module, graph) -> Lowering
         or _ILLEGAL_OP.search(diagnostics)
     )
     if match:
-        mlir_name = match.group(1)  # e.g. torch.aten.foo
+        mlir_name = next(g for g in match.groups() if g)  # e.g. torch.aten.foo
         op = mlir_name.removeprefix("torch.")
         node = _find_node(graph, op)
         if node is not None:

@@ -45,6 +45,7 @@ def lowering_rules() -> dict[torch._ops.OpOverload, Rule]:
         random,
         reductions,
         resampling,
+        scaled_mm,
         shifts,
         sorting,
         special,

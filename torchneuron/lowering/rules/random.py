@@ -345,8 +345,11 @@ def bernoulli_tensor(self, p, *, generator=None):
 
 @lowering_rule(aten.native_dropout.default)
 def native_dropout(input, p, train):
+    # not training: the identity, every element kept (draws nothing, any dtype)
+    if train is False:
+        return input.clone(), torch.ones_like(input, dtype=torch.bool)
     # train (or None, as on the CPU): (x * keep / (1 - p), keep), keep ~ Bernoulli(1 - p)
-    if train is False or not input.is_floating_point():
+    if not input.is_floating_point():
         return NotImplemented
     keep = torch.logical_not(_bernoulli(input.shape, p, input.dtype, input.device))
     scale = 0.0 if p == 1 else 1.0 / (1.0 - p)
