@@ -35,6 +35,7 @@ import torch
 from torchneuron.device import stream_api, streams
 from torchneuron.device.compiled import compiled_cache_info, run_compiled
 from torchneuron.device.host import run_on_host, run_random
+from torchneuron.device.out_shapes import run_keeping_shape
 from torchneuron.device.plan import DEVICE_TYPE, OpPlan, Route, flatten, plan_for, plans_by_op
 from torchneuron.device.promotion import run_promoted
 from torchneuron.device.streams import op_depth
@@ -69,6 +70,10 @@ def _run_op(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
         promoted = run_promoted(op, plan.dtype_rule, values)
         if promoted is not None:
             return promoted
+    if plan.kept_out is not None:
+        kept = run_keeping_shape(op, plan.names, plan.kept_out, values)
+        if kept is not None:
+            return kept
     if plan.host_indices is not None:
         values = indices_on_device(plan, values)
     device, key, tensors, scalars = flatten(plan, values)

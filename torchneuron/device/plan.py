@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from torchneuron.device import _C
+from torchneuron.device.out_shapes import out_position
 from torchneuron.device.promotion import dtype_rule_for
 from torchneuron.target.topology import DEVICE_TYPE
 
@@ -161,6 +162,8 @@ class OpPlan:
     host_indices: int | None = None
     # the CPU kernel's type promotion where the shape function's differs (``promotion``)
     dtype_rule: tuple | None = None
+    # position of the out= argument a sequence op keeps the shape of (``out_shapes``)
+    kept_out: int | None = None
 
     def normalize(self, args: tuple, kwargs: dict) -> list:
         values = list(args)
@@ -290,6 +293,7 @@ def plan_for(op: torch._ops.OpOverload) -> OpPlan:
         numbers_need_tensors=not binding_takes_numbers_as_tensors(op),
         host_indices=_index_list_position(schema.name, arguments),
         dtype_rule=dtype_rule_for(op) if route is Route.COMPILED else None,
+        kept_out=out_position(op),
     )
     if route is Route.COMPILED and (SCALAR in kinds or SCALAR_LIST in kinds):
         from torchneuron.device.scalars import rewrite_for

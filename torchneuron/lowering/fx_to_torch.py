@@ -15,7 +15,7 @@ import torch
 import torch.fx
 from torch_mlir import ir
 from torch_mlir.dialects import torch as torch_d
-from torch_mlir.extras.fx_importer import FxImporter
+from torch_mlir.extras.fx_importer import TORCH_DTYPE_TO_MLIR_TYPE, FxImporter
 
 from .checks import Check, check_of, is_check
 from .errors import (
@@ -208,6 +208,7 @@ def _checks_as_outputs(graph: torch.fx.Graph) -> tuple[list[torch.fx.Node], list
 
 def import_graph(prepared: PreparedGraph, context: ir.Context | None = None) -> ir.Module:
     """Import a prepared graph as ``func.func @main`` in the raw torch dialect."""
+    _refuse_unimportable_dtypes(prepared.graph_module.graph)
     context = context or ir.Context()
     torch_d.register_dialect(context)
     importer = FxImporter(context=context)
@@ -239,3 +240,16 @@ def _fake_like(value: torch.Tensor, node: torch.fx.Node):
 
 def _safe_name(name: str) -> str:
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+
+
+def _refuse_unimportable_dtypes(graph: torch.fx.Graph) -> None:
+    """Raise ``UnsupportedOpError`` for a value of a dtype torch-mlir's importer has no
+    type for (uint16, uint64: it failed with a bare ``KeyError: torch.uint64``)."""
+    for node in graph.nodes:
+        values = node.meta.get("val")
+        for value in values if isinstance(values, (list, tuple)) else (values,):
+            if isinstance(value, torch.Tensor) and value.dtype not in TORCH_DTYPE_TO_MLIR_TYPE:
+                op = str(node.target) if node.op == "call_function" else f"{node.op} {node.name}"
+                raise UnsupportedOpError(
+                    f"{op} (its {value.dtype} value: torch-mlir's importer has no such type)"
+                )
