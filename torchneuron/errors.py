@@ -20,6 +20,16 @@ def one_line(error: BaseException) -> str:
     return text or type(error).__name__
 
 
+def describe_error(error: BaseException) -> str:
+    """``"Type: message"`` for ``error``, never raising: an error whose ``str()`` raises
+    (one built without its constructor, a native error) is named by its type alone."""
+    try:
+        text = str(error)
+    except Exception as failure:
+        text = f"<message unavailable: str() raised {type(failure).__name__}>"
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
 class CpuFallbackWarning(RuntimeWarning, UserWarning):
     """Work ran on the CPU, not on the NeuronCore, because it could not be compiled.
 

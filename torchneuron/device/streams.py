@@ -49,7 +49,7 @@ import torch
 
 from torchneuron import settings
 from torchneuron.device import _C
-from torchneuron.errors import TorchNeuronError
+from torchneuron.errors import TorchNeuronError, describe_error
 from torchneuron.target.topology import DEVICE_TYPE
 
 
@@ -63,12 +63,23 @@ class NeuronAsyncError(TorchNeuronError):
     device: int = 0
     original: BaseException | None = None
 
+    def __str__(self) -> str:
+        # The message made when the error was caught: the original class's own __str__
+        # may need state its constructor (never run here) sets, and then raises.
+        return self.args[0] if self.args else ""
+
 
 _deferred_types: dict[type, type] = {}
 
 
 def _deferred(original: BaseException, name: str, device: int) -> NeuronAsyncError:
-    """A ``NeuronAsyncError`` for ``original``, of a class deriving from both."""
+    """A ``NeuronAsyncError`` for ``original``, of a class deriving from both, with a
+    plain message computed now (never raises: the execution thread must survive it)."""
+    message = (
+        f"{name} failed on {DEVICE_TYPE}:{device}, raised here at the next synchronization "
+        f"because ops run asynchronously (set {settings.LAUNCH_BLOCKING}=1 to raise it at "
+        f"the op): {describe_error(original)}"
+    )
     kind = type(original)
     cls = _deferred_types.get(kind)
     if cls is None:
@@ -80,12 +91,10 @@ def _deferred(original: BaseException, name: str, device: int) -> NeuronAsyncErr
             except TypeError:  # an error class that cannot be combined
                 cls = NeuronAsyncError
         _deferred_types[kind] = cls
-    error = cls.__new__(cls)
-    message = (
-        f"{name} failed on {DEVICE_TYPE}:{device}, raised here at the next synchronization "
-        f"because ops run asynchronously (set {settings.LAUNCH_BLOCKING}=1 to raise it at "
-        f"the op): {type(original).__name__}: {original}"
-    )
+    try:
+        error = cls.__new__(cls)
+    except Exception:  # a class whose __new__ wants its own arguments
+        error = NeuronAsyncError.__new__(NeuronAsyncError)
     Exception.__init__(error, message)
     error.op, error.device, error.original = name, device, original
     error.__cause__ = original

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 
-from torchneuron.errors import TorchNeuronError
+from torchneuron.errors import TorchNeuronError, describe_error
 from torchneuron.neff.errors import NeffError
 
 
@@ -84,3 +84,17 @@ def __getattr__(name: str):
     if name == "NeuronOutOfMemoryError":
         return out_of_memory_error_type()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def host_memory_exhausted(error: BaseException) -> bool:
+    """Whether an error out of XLA's execution says host memory ran out (the emulator's
+    device memory is host RAM): a ``MemoryError``, or XLA's RESOURCE_EXHAUSTED status.
+    jaxlib carries the status code as ``error_code_string``; an error made from its text
+    alone reports UNKNOWN there, and keeps the code only as the text's ``CODE:`` prefix."""
+    if isinstance(error, MemoryError):
+        return True
+    if getattr(error, "error_code_string", None) == "RESOURCE_EXHAUSTED":
+        return True
+    if not isinstance(error, RuntimeError) or isinstance(error, TorchNeuronError):
+        return False
+    return describe_error(error).split(": ", 1)[-1].startswith("RESOURCE_EXHAUSTED")

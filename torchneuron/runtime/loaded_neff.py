@@ -42,6 +42,7 @@ from typing import Any, Self
 
 import numpy as np
 
+from torchneuron.errors import describe_error
 from torchneuron.estimate.scheduler import SCHEDULE_PATH, Schedule
 from torchneuron.runtime import null_executor  # registers the "null" executor
 from torchneuron.runtime.core import NeuronCore, get_core
@@ -50,6 +51,8 @@ from torchneuron.runtime.errors import (
     InvalidNeffError,
     NeuronCheckError,
     NeuronRuntimeError,
+    host_memory_exhausted,
+    out_of_memory,
 )
 from torchneuron.runtime.executor import DEFAULT_EXECUTOR, PreparedProgram, get_executor
 from torchneuron.runtime.program import ProgramSignature, TensorType
@@ -374,10 +377,10 @@ class LoadedNeff:
         handle = hbm.allocate(charge, self._execution_tag) if charge else None
         try:
             if not _EXECUTE_HOOKS:
-                outputs = self._run(inputs, not resident)
+                outputs = self._execute(inputs, not resident)
                 return self._checked(outputs) if self._checks else outputs
             start = time.perf_counter()
-            outputs = self._run(inputs, not resident)
+            outputs = self._execute(inputs, not resident)
             seconds = time.perf_counter() - start
         finally:
             if handle is not None:
@@ -385,6 +388,18 @@ class LoadedNeff:
         for hook in tuple(_EXECUTE_HOOKS):
             hook(self, start, seconds)
         return self._checked(outputs) if self._checks else outputs
+
+    def _execute(self, inputs: Sequence[np.ndarray], copy: bool) -> list:
+        """The executor's run; host memory running out in it is a ``NeuronOutOfMemoryError``."""
+        try:
+            return self._run(inputs, copy)
+        except Exception as error:
+            if not host_memory_exhausted(error):
+                raise
+            raise out_of_memory(
+                f"{self.label} ran out of host memory on {self.core.description} (the "
+                f"emulator keeps device memory in host RAM): {describe_error(error)}"
+            ) from error
 
     def _checked(self, outputs: list[np.ndarray]) -> list[np.ndarray]:
         """``outputs`` less the run-time checks' results, after raising the first check
