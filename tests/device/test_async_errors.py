@@ -28,17 +28,21 @@ def neg_raises(monkeypatch):
     compiled.forget_padded()
     x = torch.ones(5, device="neuron")
     (-x).cpu()
-    (loaded,) = [
+    # every resident neg program (earlier tests in this process may have left others,
+    # of other shapes): whichever this call runs raises
+    loaded = [
         program.loaded[0]
         for program in programs._resident.values()
         if program.name.startswith("aten::neg") and 0 in program.loaded
     ]
+    assert loaded, "the neg program was not loaded"
 
     def install(error: BaseException):
         def run(inputs, copy):
             raise error
 
-        monkeypatch.setattr(loaded, "_run", run)
+        for each in loaded:
+            monkeypatch.setattr(each, "_run", run)
         return x
 
     return install
