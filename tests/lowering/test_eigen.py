@@ -44,7 +44,7 @@ def test_the_algorithm_matches_lapack(kind, n):
     _check(a, *symmetric_eigen(a))
 
 
-@pytest.mark.parametrize("n", [3, 6])
+@pytest.mark.parametrize("n", [3])
 def test_eager_eigh_is_native(monkeypatch, n):
     monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
     a = _spectrum_case("random", n, batch=(2,))
@@ -71,6 +71,8 @@ def test_only_the_named_triangle_is_read(monkeypatch):
     )
 
 
+# slow: the OpInfo conformance run compiles linalg.eigh natively in the default suite
+@pytest.mark.slow
 @pytest.mark.usefixtures("fresh_dynamo")
 def test_compiled_eigh_is_native(monkeypatch):
     monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
@@ -147,6 +149,9 @@ def test_eager_svd_is_native(monkeypatch, kind, m, n, full):
     _check_svd(a, u, s, vh, full)
 
 
+# slow: the OpInfo conformance run compiles pinv (hermitian too) and svdvals natively
+# in the default suite
+@pytest.mark.slow
 @pytest.mark.usefixtures("fresh_dynamo")
 def test_compiled_pinv_and_svdvals_are_native(monkeypatch):
     monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
@@ -167,7 +172,7 @@ def test_compiled_pinv_and_svdvals_are_native(monkeypatch):
 
 @pytest.mark.parametrize(
     "tolerances",
-    [{}, {"atol": 0.5}, {"rtol": 0.3}, {"atol": 0.0}, {"atol": 0.1, "rtol": 0.2}],
+    [{}, {"atol": 0.5}, {"atol": 0.1, "rtol": 0.2}],
 )
 def test_pinv_drops_the_singular_values_pytorch_drops(monkeypatch, tolerances):
     # PyTorch's rules for atol and rtol (rtol defaults to eps * max(m, n) unless a

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 
-@pytest.mark.parametrize("scale", [1.1, 2.1, 0.95, 1.7, 0.3333333, 2.5, 13 / 7, 1.0, 2.0, 3.0])
+@pytest.mark.parametrize("scale", [1.1, 2.1, 0.95, 0.3333333, 13 / 7])
 @pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
 def test_eager_matches_the_cpu_kernel(monkeypatch, scale, mode):
     monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
