@@ -31,6 +31,18 @@ def _no_padded_classes_from_other_tests():
     compiled.forget_padded()
 
 
+@pytest.fixture
+def asynchronous():
+    """Run the test with asynchronous execution, whatever NEURON_LAUNCH_BLOCKING says."""
+    from torchneuron.device import streams
+
+    streams.set_launch_blocking(False)
+    try:
+        yield
+    finally:
+        streams.set_launch_blocking(None)
+
+
 def run_python(code: str, env: dict | None = None, timeout: int = 300):
     """Run ``code`` in a fresh interpreter (autoload on unless ``env`` says otherwise)."""
     import subprocess

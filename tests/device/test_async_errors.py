@@ -48,15 +48,6 @@ def neg_raises(monkeypatch):
     return install
 
 
-@pytest.fixture
-def asynchronous():
-    streams.set_launch_blocking(False)
-    try:
-        yield
-    finally:
-        streams.set_launch_blocking(None)
-
-
 HOST_MEMORY_EXHAUSTED = [
     RuntimeError("RESOURCE_EXHAUSTED: Out of memory allocating 4096 bytes."),
     MemoryError(),

@@ -39,16 +39,6 @@ def _exact_programs(monkeypatch):
     compiled.forget_padded()
 
 
-@pytest.fixture
-def asynchronous():
-    """Run the test with asynchronous execution, whatever NEURON_LAUNCH_BLOCKING says."""
-    streams.set_launch_blocking(False)
-    try:
-        yield
-    finally:
-        streams.set_launch_blocking(None)
-
-
 def warm(*calls) -> None:
     """Compile the ops of ``calls`` and let them run (so later runs only execute)."""
     for call in calls:

@@ -104,25 +104,32 @@ def _rotation(source: torch.Tensor, read, write, flat_eye) -> torch.Tensor:
     return (flat_eye + placed).reshape(*batch, size, size)
 
 
+def _sweeps(a: torch.Tensor, sweeps: int | None):
+    """The identity to accumulate rotations into ([..., n, n], n the even size of ``a``'s
+    last dimension) and every round of every sweep, in order: (read, write, flat
+    identity), the one-hot matrices made once per round (``_plans``)."""
+    size = a.shape[-1]
+    eye = torch.eye(size, dtype=a.dtype, device=a.device)
+    flat_eye = eye.reshape(size * size)
+    plans = [(read, write, flat_eye) for read, write in _plans(size, a)]
+    count = sweeps_for(size) if sweeps is None else sweeps
+    return eye.expand(*a.shape[:-2], size, size), [p for _ in range(count) for p in plans]
+
+
 def symmetric_eigen(
     a: torch.Tensor, sweeps: int | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Eigenvalues (ascending) and eigenvectors (columns) of the symmetric ``a`` [..., n, n]."""
     n = a.shape[-1]
-    size = n + (n % 2)  # an odd n gets one decoupled index, removed at the end
-    if size != n:
+    if n % 2:  # an odd n gets one decoupled index, removed at the end
         a = torch.nn.functional.pad(a, (0, 1, 0, 1))
-    eye = torch.eye(size, dtype=a.dtype, device=a.device)
-    vectors = eye.expand(*a.shape[:-2], size, size)
-    flat_eye = eye.reshape(size * size)
-    plans = _plans(size, a)
-    for _ in range(sweeps_for(size) if sweeps is None else sweeps):
-        for read, write in plans:
-            rotation = _rotation(a, read, write, flat_eye)
-            a = rotation.transpose(-2, -1) @ a @ rotation
-            vectors = vectors @ rotation
+    vectors, rounds = _sweeps(a, sweeps)
+    for read, write, flat_eye in rounds:
+        rotation = _rotation(a, read, write, flat_eye)
+        a = rotation.transpose(-2, -1) @ a @ rotation
+        vectors = vectors @ rotation
     values = torch.diagonal(a, dim1=-2, dim2=-1)
-    if size != n:
+    if n % 2:
         values = values[..., :n]
         vectors = vectors[..., :n, :n]
     values, order = torch.sort(values, dim=-1, stable=True)
@@ -135,21 +142,16 @@ def singular_values(a: torch.Tensor, sweeps: int | None = None):
     in pairs until orthogonal, A V = U diag(s). Returns (a's rotated columns, s, V),
     s descending, columns and V in the same order."""
     n = a.shape[-1]
-    size = n + (n % 2)  # an odd n gets a zero column: orthogonal to all, never rotated
-    if size != n:
+    if n % 2:  # an odd n gets a zero column: orthogonal to all, never rotated
         a = torch.nn.functional.pad(a, (0, 1))
-    eye = torch.eye(size, dtype=a.dtype, device=a.device)
-    vectors = eye.expand(*a.shape[:-2], size, size)
-    flat_eye = eye.reshape(size * size)
-    plans = _plans(size, a)
-    for _ in range(sweeps_for(size) if sweeps is None else sweeps):
-        for read, write in plans:
-            # the Gram matrix of the current columns, recomputed every round (what
-            # keeps one-sided Jacobi accurate for small singular values)
-            rotation = _rotation(a.transpose(-2, -1) @ a, read, write, flat_eye)
-            a = a @ rotation
-            vectors = vectors @ rotation
-    if size != n:
+    vectors, rounds = _sweeps(a, sweeps)
+    for read, write, flat_eye in rounds:
+        # the Gram matrix of the current columns, recomputed every round (what
+        # keeps one-sided Jacobi accurate for small singular values)
+        rotation = _rotation(a.transpose(-2, -1) @ a, read, write, flat_eye)
+        a = a @ rotation
+        vectors = vectors @ rotation
+    if n % 2:
         a, vectors = a[..., :n], vectors[..., :n, :n]
     values = torch.sqrt((a * a).sum(-2))
     values, order = torch.sort(values, dim=-1, descending=True, stable=True)
