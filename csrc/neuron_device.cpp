@@ -39,6 +39,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -88,12 +89,50 @@ bool python_usable() {
   return !g_python_shutting_down.load() && Py_IsInitialized();
 }
 
+// Native code that calls into Python from any thread (a storage's deleter runs on
+// whichever thread drops the last reference: gloo's worker threads free the host
+// aliases of a collective's tensors) does so inside a PythonSection. A thread that
+// waits for the GIL once the interpreter has begun finalizing is ended by CPython
+// with a forced unwind, which std::terminate()s when it crosses a noexcept frame
+// such as a deleter ("terminate called without an active exception" at exit).
+// So mark_shutdown (the last atexit hook) first stops new sections, then waits,
+// the GIL released, for those already past the check to finish their Python calls.
+std::atomic<int> g_python_sections{0};
+
+class PythonSection {
+ public:
+  PythonSection() {
+    g_python_sections.fetch_add(1);
+    usable_ = python_usable();
+  }
+  ~PythonSection() { g_python_sections.fetch_sub(1); }
+  PythonSection(const PythonSection&) = delete;
+  PythonSection& operator=(const PythonSection&) = delete;
+  // Whether this thread may take the GIL and call Python now.
+  bool usable() const { return usable_; }
+
+ private:
+  bool usable_;
+};
+
+// At exit (the GIL held): no new sections; wait up to `timeout_s` for the open ones.
+void mark_shutdown(double timeout_s) {
+  g_python_shutting_down.store(true);
+  pybind11::gil_scoped_release released;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (g_python_sections.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 // Calls the sync hook for `device`; false when work is still pending (only if !block).
 bool call_sync_hook(c10::DeviceIndex device, bool block) {
   if (device < 0) {
     device = t_current_device;  // a stream or event of "the current device"
   }
-  if (t_on_execution_thread || g_sync_hook == nullptr || !python_usable()) {
+  PythonSection section;
+  if (t_on_execution_thread || g_sync_hook == nullptr || !section.usable()) {
     return true;
   }
   pybind11::gil_scoped_acquire gil;
@@ -128,7 +167,8 @@ struct DeviceBlock {
 void release_block(void* ctx) {
   auto* block = static_cast<DeviceBlock*>(ctx);
   std::free(block->ptr);
-  if (block->handle != nullptr && python_usable()) {
+  PythonSection section;
+  if (block->handle != nullptr && section.usable()) {
     pybind11::gil_scoped_acquire gil;
     if (g_free_hook != nullptr) {
       // A storage may be freed while an error is on its way out to Python (a temporary
@@ -154,7 +194,8 @@ void release_block(void* ctx) {
 
 // Asks the runtime for `nbytes` of the device's HBM; raises as the runtime does.
 PyObject* account_allocation(c10::DeviceIndex device, size_t nbytes) {
-  if (!python_usable()) {
+  PythonSection section;
+  if (!section.usable()) {
     return nullptr;
   }
   pybind11::gil_scoped_acquire gil;
@@ -740,8 +781,9 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
   }
   // Device to device: queued like an op, so that a clone (autograd clones every new
   // gradient) does not wait for the whole queue.
+  PythonSection section;
   if (self.is_privateuseone() && dst.is_privateuseone() && !t_on_execution_thread &&
-      g_copy_hook != nullptr && python_usable()) {
+      g_copy_hook != nullptr && section.usable()) {
     pybind11::gil_scoped_acquire gil;
     auto hook = pybind11::reinterpret_borrow<pybind11::object>(g_copy_hook);
     // The host aliases are taken now, as a launch's are: a later in-place change of
@@ -901,7 +943,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     g_alloc_hook = alloc_hook.is_none() ? nullptr : alloc_hook.release().ptr();
     g_free_hook = free_hook.is_none() ? nullptr : free_hook.release().ptr();
   });
-  m.def("mark_shutdown", []() { g_python_shutting_down.store(true); });
+  m.def("mark_shutdown", &mark_shutdown, pybind11::arg("timeout_s") = 5.0,
+        "At exit: stop native code's calls into Python; wait for those under way.");
   m.def("default_generator", [](int index) {
     return pybind11::reinterpret_steal<pybind11::object>(
         THPGenerator_Wrap(default_generator(static_cast<c10::DeviceIndex>(index))));

@@ -248,3 +248,26 @@ def test_the_ddp_example_trains_under_torchrun_without_naming_a_backend():
     ]
     assert len(losses) == 3 and losses[0] > losses[1] > losses[2]
     assert "collectives, estimated" in done.stdout
+
+
+EXIT_IN_FLIGHT_SCRIPT = """
+import torch, torch.distributed as dist
+dist.init_process_group("neuron")
+tensors = [torch.full((128, 128), 1.0, device="neuron") for _ in range(32)]
+works = [dist.all_reduce(t, async_op=True) for t in tensors]
+del tensors  # gloo's threads may now drop the last references, to the host aliases too
+print("LEAVING", flush=True)
+"""
+
+
+def test_exiting_with_collectives_in_flight_ends_cleanly(tmp_path):
+    # A storage freed on a gloo thread calls into Python for the HBM accounting: at exit
+    # that call must finish before the interpreter finalizes, or the thread is unwound
+    # through the deleter and the process aborts ("terminate called without an active
+    # exception").
+    script = tmp_path / "leave.py"
+    script.write_text(EXIT_IN_FLIGHT_SCRIPT)
+    done = torchrun(script, nproc=2, timeout=200)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert done.stdout.count("LEAVING") == 2
+    assert "terminate called" not in done.stderr
