@@ -32,7 +32,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from torchneuron import collective_graphs, settings
 from torchneuron.check import check_requested, checked_graph
-from torchneuron.compiler import buckets
+from torchneuron.compiler import bounded, buckets
 from torchneuron.compiler.dynamic_functions import (
     ShapeSpecializingFunction,
     compile_symbolic,
@@ -238,6 +238,14 @@ class Route:
 # -- each route: whether it applies, how it compiles ------------------------------
 
 
+def _data_dependent(job: GraphJob) -> bool:
+    return bounded.has_data_dependent_sizes(job.gm)
+
+
+def _at_bounds(job: GraphJob):
+    return bounded.compile_bounded(job.gm, job.example_inputs, job.name, job.compile_part)
+
+
 def _symbolic_with_buckets(job: GraphJob) -> bool:
     return job.opts.buckets is not None and has_symbolic_inputs(job.gm)
 
@@ -323,6 +331,9 @@ def _static(job: GraphJob):
 # a LoweringError of its compile runs the graph on the CPU, with a warning.
 # fmt: off
 ROUTES: tuple[Route, ...] = (
+    # sizes the data decides (nonzero, masks, unique) compiled once at their bounds
+    # (compiler/bounded.py), the outputs sliced to the true sizes after the run
+    Route("bounded",   _data_dependent,        _at_bounds, falls_back=True),
     # symbolic sizes padded up to buckets (compiler/buckets.py); hands the graph on
     # (warned) where padding could change a result
     Route("bucketed",  _symbolic_with_buckets, _bucketed,  falls_back=False),

@@ -111,7 +111,10 @@ def require(ok: torch.Tensor, error: str, message: str) -> None:
 
 def require_in_range(index: torch.Tensor, low: int, high: int, error: str, message: str) -> None:
     """``require`` that every element of ``index`` lies in ``[low, high)``."""
-    if index.numel() == 0 or getattr(_state, "unchecked", 0):
+    from torch.fx.experimental.symbolic_shapes import guard_or_false
+
+    # a data-dependent count (a nonzero's indices) may be 0 or not: checked either way
+    if guard_or_false(index.numel() == 0) or getattr(_state, "unchecked", 0):
         return
     require((index >= low) & (index < high), error, message)
 

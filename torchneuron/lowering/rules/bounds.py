@@ -24,6 +24,7 @@ and ``index_reduce`` in ``indexing.py``.) The messages cannot name the offending
 from __future__ import annotations
 
 import torch
+from torch.fx.experimental.symbolic_shapes import guard_or_true
 
 from ..checks import INDEX_ERROR, RUNTIME_ERROR, is_reissued, reissuing, require_in_range, unchecked
 from .registry import lowering_rule
@@ -91,7 +92,9 @@ def index_put(self, indices, values, accumulate=False):
         return NotImplemented
     mask = indices[0]
     rest = list(self.shape[mask.dim() :])
-    if values.dim() > len(rest) + 1 or (values.dim() == len(rest) + 1 and values.shape[0] != 1):
+    if values.dim() > len(rest) + 1 or (
+        values.dim() == len(rest) + 1 and guard_or_true(values.shape[0] != 1)
+    ):
         return NotImplemented  # one value per selected element: a data-dependent count
     spread = (
         values.to(self.dtype).reshape(values.shape[-len(rest) :] if rest else ())
