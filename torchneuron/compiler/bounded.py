@@ -35,13 +35,21 @@ from typing import Any
 import torch
 import torch.fx
 
-from torchneuron.lowering import UnsupportedOpError, decomposition_table
+from torchneuron.counters import Counters
+from torchneuron.lowering import LoweringError, UnsupportedOpError, decomposition_table
 
 from . import bounded_ops
 from .buckets_analysis import Analysis
-from .buckets_tags import BucketRefused, clean, describe, exprs
+from .buckets_rules import RULES
+from .buckets_tags import ELEMENTWISE, BucketRefused, clean, describe, exprs
 
 aten = torch.ops.aten
+
+# Counters of this process: bounded_graphs (graphs compiled at their bounds), refusals,
+# calls (runs of such a graph, whatever their counts)
+STATS = Counters("bounded_graphs", "refusals", "calls")
+reset_stats = STATS.reset
+stats = STATS.snapshot
 
 _ASSERTS = {aten._assert_scalar.default}
 _RANGES = {aten.sym_constrain_range.default, aten.sym_constrain_range_for_size.default}
@@ -110,10 +118,12 @@ def plan_bounded(gm: torch.fx.GraphModule, example_inputs) -> BoundedPlan:
     )
 
 
-def _refused(reason: str) -> UnsupportedOpError:
-    return UnsupportedOpError(
-        "data-dependent size", (), None, detail=f"not compiled at a bound: {reason}"
-    )
+class DataDependentSizeError(LoweringError):
+    """A size the data decides that this compiler cannot bound or follow."""
+
+
+def _refused(reason: str) -> DataDependentSizeError:
+    return DataDependentSizeError(f"a data-dependent size is not compiled at a bound: {reason}")
 
 
 class BoundedAnalysis(Analysis):
@@ -122,6 +132,7 @@ class BoundedAnalysis(Analysis):
     def __init__(self, graph: torch.fx.Graph):
         super().__init__(graph)
         self.counts: dict[str, torch.fx.Node] = {}  # symbol -> its 0-d count node
+        self.bounds: dict[str, int] = {}  # symbol -> its bound
         self.assertions: list[tuple[Any, str]] = []
         self.size_exprs: dict[int, Any] = {}
 
@@ -164,6 +175,7 @@ class BoundedAnalysis(Analysis):
                         continue
                 if node.target is aten.index.Tensor and self._padded_index(node):
                     continue
+                self._check_sizes_known(node)
                 self._check_value_uses(node)
                 self._call(node)
                 self._check_tags(node)
@@ -175,6 +187,21 @@ class BoundedAnalysis(Analysis):
                 self._output(node)
             elif node.op != "placeholder":
                 raise BucketRefused(f"graph node {node.name} ({node.op}) is not an op call")
+
+    def _check_sizes_known(self, node: torch.fx.Node) -> None:
+        """A tensor sized by a scalar read from data (``narrow(x, 0, 0, n.item())``) has
+        no bound here: refused, naming it."""
+        value = node.meta.get("val")
+        for item in value if isinstance(value, (tuple, list)) else [value]:
+            if not isinstance(item, torch.Tensor):
+                continue
+            unknown = sorted(s.name for s in unbacked_symbols(item) if s.name not in self.symbols)
+            if unknown:
+                raise BucketRefused(
+                    f"{describe(node)} gives a tensor of shape "
+                    f"({', '.join(str(e) for e in exprs(item))}), sized by "
+                    f"{unknown[0]}, a value read from a tensor: it has no bound"
+                )
 
     # -- producers
 
@@ -196,24 +223,34 @@ class BoundedAnalysis(Analysis):
         if symbol is None:
             raise BucketRefused(f"{describe(node)}: no data-dependent dimension found")
         name = symbol.node.expr.name
-        if name in self.symbols:
-            raise BucketRefused(f"{describe(node)}: the size {name} has two producers")
         args = producer.arguments(node)
+        bound = producer.bound(node)
         with self.graph.inserting_before(node):
             padded = self.graph.call_function(producer.padded, args)
-            count = self.graph.call_function(producer.count, args)
-            mask = self.graph.call_function(bounded_ops.count_mask, (count, producer.bound(node)))
         padded.meta["val"] = value
-        device = next(i.device for i in items if isinstance(i, torch.Tensor))
-        with self.fake_mode:
-            count.meta["val"] = torch.empty((), dtype=torch.int64, device=device)
-            mask.meta["val"] = torch.empty((symbol,), dtype=torch.bool, device=device)
-        self.symbols[name] = symbol.node.expr
-        self.carriers[name] = symbol
-        self.masks[name] = mask
-        self.counts[name] = count
-        self.tags[count] = ()
-        self.tags[mask] = ((symbol.node.expr,),)
+        if name in self.symbols:
+            # one selection reached twice (the tracer memoizes a mask's count: x[mask]
+            # and nonzero(mask) share it): the same count, so the same bound or none
+            if self.bounds[name] != bound:
+                raise BucketRefused(
+                    f"{describe(node)}: the size {name} has two producers of different "
+                    f"bounds ({self.bounds[name]} and {bound})"
+                )
+        else:
+            with self.graph.inserting_before(node):
+                count = self.graph.call_function(producer.count, args)
+                mask = self.graph.call_function(bounded_ops.count_mask, (count, bound))
+            device = next(i.device for i in items if isinstance(i, torch.Tensor))
+            with self.fake_mode:
+                count.meta["val"] = torch.empty((), dtype=torch.int64, device=device)
+                mask.meta["val"] = torch.empty((symbol,), dtype=torch.bool, device=device)
+            self.symbols[name] = symbol.node.expr
+            self.carriers[name] = symbol
+            self.masks[name] = mask
+            self.counts[name] = count
+            self.bounds[name] = bound
+            self.tags[count] = ()
+            self.tags[mask] = ((symbol.node.expr,),)
         tags = [self._symbol_tags(item) for item in items]
         self.tags[padded] = tags if isinstance(value, (tuple, list)) else tags[0]
         node.replace_all_uses_with(padded)
@@ -293,6 +330,59 @@ class BoundedAnalysis(Analysis):
         self._check_tags(node)
         return True
 
+    # -- elementwise ops over two selections
+
+    def _call(self, node: torch.fx.Node) -> None:
+        target = node.target
+        if target is aten.flip.default:  # keeps positions along the dimensions it leaves
+            tags = self.tags[node.args[0]]
+            if any(tags[d % len(tags)] is not None for d in node.args[1]):
+                raise self._refuse_along(node, "reverses positions")
+            self.tags[node] = tags
+            return
+        if (
+            isinstance(target, torch._ops.OpOverload)
+            and target not in RULES
+            and (target in ELEMENTWISE or torch.Tag.pointwise in target.tags)
+            and isinstance(node.meta.get("val"), torch.Tensor)
+        ):
+            self._unify_selections(node)
+        super()._call(node)
+
+    def _unify_selections(self, node: torch.fx.Node) -> None:
+        """``a[m1] + b[m2]``: two selections of one size for the tracer (it asserts
+        their counts equal) but two symbols here. Of the same bound, the one the traced
+        result names stands for both, and the host checks the counts are equal; the
+        operands' tags are rewritten to it."""
+        value = node.meta["val"]
+        result_exprs = list(exprs(value))
+        for argument in self._tensor_args(node):
+            tags = list(self.tags[argument])
+            offset = value.dim() - len(tags)
+            for axis, tag in enumerate(tags):
+                if tag is None or len(tag) != 1 or tag[0].name not in self.bounds:
+                    continue
+                wanted = result_exprs[offset + axis]
+                name = getattr(wanted, "name", None)
+                if name is None or name == tag[0].name or name not in self.bounds:
+                    continue
+                if self.bounds[name] != self.bounds[tag[0].name]:
+                    raise BucketRefused(
+                        f"{describe(node)} combines selections of different bounds "
+                        f"({tag[0].name} and {name})"
+                    )
+                import sympy
+
+                self.assertions.append(
+                    (
+                        sympy.Eq(tag[0], wanted),
+                        f"shape mismatch: {describe(node)} combines selections of "
+                        "different sizes",
+                    )
+                )
+                tags[axis] = (wanted,)
+            self.tags[argument] = tuple(tags)
+
     # -- assertions
 
     def _assertion(self, node: torch.fx.Node) -> None:
@@ -370,9 +460,15 @@ def _retrace(masked: torch.fx.GraphModule, example_inputs) -> tuple[torch.fx.Gra
         def run(*args):
             return torch.fx.Interpreter(masked).run(*args)
 
-        static = make_fx(run, decomposition_table=decomposition_table(), tracing_mode="real")(
-            *inputs
-        )
+        try:
+            static = make_fx(
+                run, decomposition_table=decomposition_table(), tracing_mode="real"
+            )(*inputs)
+        except Exception as error:
+            raise _refused(
+                f"tracing it at its bounds failed ({type(error).__name__}: "
+                f"{' '.join(str(error).split())[:300]})"
+            ) from None
     leftover = [n for n in static.graph.nodes if unbacked_symbols(n.meta.get("val"))]
     if leftover:
         raise _refused(f"{leftover[0].name} still has a data-dependent size after padding")
@@ -387,6 +483,7 @@ class BoundedFunction:
         self.plan = plan
 
     def __call__(self, *args):
+        STATS["calls"] += 1
         results = list(self.inner(list(args)))
         count_values = results[len(results) - len(self.plan.symbols) :]
         del results[len(results) - len(self.plan.symbols) :]
@@ -426,8 +523,13 @@ def _describe_counts(condition, counts: dict[str, int]) -> str:
 def compile_bounded(gm: torch.fx.GraphModule, example_inputs, name: str, compile_part):
     """The callable of ``gm`` compiled at its bounds (``compile_part`` compiles the static
     graph through the other routes); ``UnsupportedOpError`` where it cannot be."""
-    plan = plan_bounded(gm, example_inputs)
+    try:
+        plan = plan_bounded(gm, example_inputs)
+    except DataDependentSizeError:
+        STATS["refusals"] += 1
+        raise
     inner = compile_part(plan.graph_module, plan.example_inputs, name)
+    STATS["bounded_graphs"] += 1
     return BoundedFunction(inner, plan)
 
 
