@@ -157,6 +157,33 @@ def test_an_op_without_a_bound_is_refused_by_name(monkeypatch):
         warnings.simplefilter("always")
         _equal(compiled(x.to("neuron")), f(x))
     assert any(
-        issubclass(w.category, CpuFallbackWarning) and "bincount" in str(w.message)
-        for w in caught
+        issubclass(w.category, CpuFallbackWarning) and "bincount" in str(w.message) for w in caught
     )
+
+
+def test_training_through_a_selection_equals_the_cpu():
+    # the forward compiled once at its bound; the backward (a mask assignment of the
+    # selection's gradient) padded to buckets of the count, not compiled per count
+    from torchneuron.compiler import dynamic
+
+    dynamic.reset_stats()
+    weight = torch.randn(6, 5, generator=torch.Generator().manual_seed(3))
+    on_cpu = torch.nn.Parameter(weight.clone())
+    on_device = torch.nn.Parameter(weight.clone().to("neuron"))
+
+    def loss(x, w):
+        h = x * w
+        return h[h > 0].pow(2).sum() + h.sum()
+
+    compiled = torch.compile(loss, backend="neuron", fullgraph=True, dynamic=False)
+    for x in _inputs(6):
+        on_cpu.grad = on_device.grad = None
+        want = loss(x, on_cpu)
+        want.backward()
+        got = compiled(x.to("neuron"), on_device)
+        got.backward()
+        _equal(got, want)
+        _equal(on_device.grad, on_cpu.grad)
+    assert bounded.stats()["bounded_graphs"] == 1
+    # counts 0..30 fall into at most the auto ladder's buckets up to 30
+    assert dynamic.stats()["specializations"] <= 10

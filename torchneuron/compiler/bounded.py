@@ -71,8 +71,20 @@ def unbacked_symbols(value: Any) -> set:
 
 
 def has_data_dependent_sizes(gm: torch.fx.GraphModule) -> bool:
-    """Whether some value of ``gm`` has a size only its data decides."""
-    return any(unbacked_symbols(node.meta.get("val")) for node in gm.graph.nodes)
+    """Whether some value that ``gm`` computes, from inputs of static sizes, has a size
+    only its data decides. (A graph given such sizes as inputs, a training backward of
+    a selection, is specialized per shape by the other routes, and those specializations
+    come here when they select in turn.)"""
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            value = node.meta.get("val")
+            if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+                return False
+            if isinstance(value, torch.Tensor) and any(not isinstance(d, int) for d in value.shape):
+                return False
+        elif unbacked_symbols(node.meta.get("val")):
+            return True
+    return False
 
 
 @dataclass
@@ -141,8 +153,7 @@ class BoundedAnalysis(Analysis):
         for node in placeholders:
             value = node.meta.get("val")
             if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)) or (
-                isinstance(value, torch.Tensor)
-                and any(not isinstance(d, int) for d in value.shape)
+                isinstance(value, torch.Tensor) and any(not isinstance(d, int) for d in value.shape)
             ):
                 raise BucketRefused(
                     f"input {node.name} has a symbolic size: data-dependent sizes are "
@@ -376,8 +387,7 @@ class BoundedAnalysis(Analysis):
                 self.assertions.append(
                     (
                         sympy.Eq(tag[0], wanted),
-                        f"shape mismatch: {describe(node)} combines selections of "
-                        "different sizes",
+                        f"shape mismatch: {describe(node)} combines selections of different sizes",
                     )
                 )
                 tags[axis] = (wanted,)
@@ -461,9 +471,9 @@ def _retrace(masked: torch.fx.GraphModule, example_inputs) -> tuple[torch.fx.Gra
             return torch.fx.Interpreter(masked).run(*args)
 
         try:
-            static = make_fx(
-                run, decomposition_table=decomposition_table(), tracing_mode="real"
-            )(*inputs)
+            static = make_fx(run, decomposition_table=decomposition_table(), tracing_mode="real")(
+                *inputs
+            )
         except Exception as error:
             raise _refused(
                 f"tracing it at its bounds failed ({type(error).__name__}: "
@@ -487,9 +497,7 @@ class BoundedFunction:
         results = list(self.inner(list(args)))
         count_values = results[len(results) - len(self.plan.symbols) :]
         del results[len(results) - len(self.plan.symbols) :]
-        counts = {
-            name: int(value.item()) for name, value in zip(self.plan.symbols, count_values)
-        }
+        counts = {name: int(value.item()) for name, value in zip(self.plan.symbols, count_values)}
         _check(self.plan.assertions, counts)
         for position, cuts in self.plan.outputs.items():
             tensor = results[position]
@@ -504,8 +512,12 @@ class BoundedFunction:
 def _substitute(expr, counts: dict[str, int]):
     import sympy
 
-    return expr.xreplace({sympy.Symbol(n, integer=True): v for n, v in counts.items()}).xreplace(
-        {s: counts[s.name] for s in getattr(expr, "free_symbols", ()) if s.name in counts}
+    return expr.xreplace(
+        {
+            s: sympy.Integer(counts[s.name])
+            for s in getattr(expr, "free_symbols", ())
+            if s.name in counts
+        }
     )
 
 
@@ -531,5 +543,3 @@ def compile_bounded(gm: torch.fx.GraphModule, example_inputs, name: str, compile
     inner = compile_part(plan.graph_module, plan.example_inputs, name)
     STATS["bounded_graphs"] += 1
     return BoundedFunction(inner, plan)
-
-

@@ -141,6 +141,8 @@ class Analysis(TagRules):
             self._placeholder(position, node)
         for node in list(self.graph.nodes):
             if node.op == "call_function":
+                if self._drop_size_assertion(node):
+                    continue
                 self._check_value_uses(node)
                 self._call(node)
                 self._check_tags(node)
@@ -234,6 +236,22 @@ class Analysis(TagRules):
     def _free(self, expr) -> bool:
         """Whether ``expr`` depends on a bucketed symbol."""
         return any(s.name in self.symbols for s in getattr(expr, "free_symbols", ()))
+
+    def _drop_size_assertion(self, node: torch.fx.Node) -> bool:
+        """An assertion over input sizes alone (``u0 >= 0`` in the backward of a
+        selection: the forward asserted it of the count it returned) states a fact of the
+        true sizes; in the program it would read padded ones. Dropped."""
+        if node.target is not torch.ops.aten._assert_scalar.default:
+            return False
+        condition = node.args[0]
+        value = condition.meta.get("val") if isinstance(condition, torch.fx.Node) else None
+        if not isinstance(value, torch.SymBool):
+            return False
+        free = getattr(value.node.expr, "free_symbols", ())
+        if not free or any(s.name not in self.symbols for s in free):
+            return False
+        self.graph.erase_node(node)
+        return True
 
     def _check_value_uses(self, node: torch.fx.Node) -> None:
         """A bucketed size in a value position would read the padded size."""

@@ -373,6 +373,68 @@ class TagRules:
                 raise BucketRefused(f"{describe(node)}: values laid out differently")
         self.tags[node] = tuple(tags)
 
+    def _mask_assignment(self, node, destination, indices, values, accumulate) -> bool:
+        """``x[mask] = values`` with one value per selected element, ``values`` padded
+        along its first dimension (the backward of a selection ``x[mask]``): each
+        selected position reads the value of its rank among the selected ones, so the
+        padding is never read. Rewritten in place; False when the write is not of that
+        form."""
+        value_tags = self.tags[values] if isinstance(values, torch.fx.Node) else ()
+        if (
+            len(indices) != 1
+            or not isinstance(indices[0], torch.fx.Node)
+            or indices[0].meta["val"].dtype != torch.bool
+            or not value_tags
+            or value_tags[0] is None
+            or len(value_tags[0]) != 1
+            or any(t is not None for t in value_tags[1:])
+            or any(t is not None for t in self.tags[destination])
+            or any(t is not None for t in self.tags[indices[0]])
+        ):
+            return False
+        mask = indices[0]
+        shape = list(mask.meta["val"].shape)
+        rest = list(destination.meta["val"].shape[len(shape) :])
+        count = 1
+        for size in shape:
+            count *= int(size)
+        with self.graph.inserting_before(node):
+            flat = self._insert(aten.view.default, (mask, [count]))
+            ones = self._insert(prims.convert_element_type.default, (flat, torch.int64))
+            rank = self._insert(
+                aten.clamp_min.default,
+                (
+                    self._insert(
+                        aten.sub.Tensor, (self._insert(aten.cumsum.default, (ones, 0)), 1)
+                    ),
+                    0,
+                ),
+            )
+            dtype = destination.meta["val"].dtype
+            cast = self._insert(prims.convert_element_type.default, (values, dtype))
+            gathered = self._insert(
+                aten.view.default,
+                (self._insert(aten.index_select.default, (cast, 0, rank)), shape + rest),
+            )
+            selected = self._insert(aten.view.default, (mask, shape + [1] * len(rest)))
+            if accumulate:
+                zero = self._insert(
+                    aten.scalar_tensor.default,
+                    (0,),
+                    {"dtype": dtype, "device": destination.meta["val"].device},
+                )
+                added = self._insert(aten.where.self, (selected, gathered, zero))
+                result = self._insert(aten.add.Tensor, (destination, added))
+            else:
+                result = self._insert(aten.where.self, (selected, gathered, destination))
+        for inserted in (flat, ones, rank, cast, gathered, selected, result):
+            self.tags[inserted] = (None,) * inserted.meta["val"].dim()
+        self.tags[cast] = self.tags[values]
+        node.replace_all_uses_with(result)
+        self.tags[result] = tuple(self.tags[destination])
+        self.graph.erase_node(node)
+        return True
+
     def _index_put(self, node) -> None:
         # Each position of the broadcast index writes a slice of the values into the
         # destination at a row the data names. An accumulating write whose padded
@@ -382,6 +444,9 @@ class TagRules:
         destination, indices, values = node.args[0], node.args[1], node.args[2]
         accumulate = node.args[3] if len(node.args) > 3 else node.kwargs.get("accumulate", False)
         tags = self.tags[destination]
+        if self._mask_assignment(node, destination, indices, values, accumulate):
+            self.tags[node] = tuple(tags)
+            return
         if any(index is None for index in indices):
             raise self._refuse_along(node, "indexes with gaps")
         if any(t is not None for t in tags[: len(indices)]):

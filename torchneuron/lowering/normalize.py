@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import torch
 import torch.fx
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 aten = torch.ops.aten
 
@@ -45,7 +46,7 @@ def _replace_empty_result(node: torch.fx.Node) -> bool:
     value = node.meta.get("val")
     if (
         not isinstance(value, torch.Tensor)
-        or value.numel() != 0
+        or not statically_known_true(value.numel() == 0)  # a symbolic size may be 0 or not
         or node.target is aten.full.default
     ):
         return False
