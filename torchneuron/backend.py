@@ -15,6 +15,7 @@ compiled graph on tensors lives with the device (``device/graph_function.py``).
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import itertools
 import time
@@ -163,7 +164,7 @@ def _dynamo_graph_key(gm: torch.fx.GraphModule, example_inputs, opts) -> str | N
 def _compile_dynamo_graph(gm: torch.fx.GraphModule, example_inputs, opts, graph_id: int):
     input_views: set[str] = set()
     layouts: dict[str, dict] = {}
-    shared = {"input_views": input_views, "layouts": layouts}
+    shared = {"input_views": input_views, "layouts": layouts, "bounds": {}}
 
     def compile_forward(fx_gm, fx_inputs):
         name = f"graph{graph_id}_forward"
@@ -211,6 +212,9 @@ class GraphJob:
     # the merged padded dimensions of a bucketed forward's outputs, by name, which its
     # bucketed backward takes by the same names (``buckets.compile_bucketed``)
     layouts: dict[str, dict] = field(default_factory=dict)
+    # the bounds of the data-dependent sizes a bounded forward returned, by symbol
+    # (``bounded.compile_bounded``), to which its backward pads them
+    bounds: dict[str, int] = field(default_factory=dict)
 
     def run_compiled(self, compiled) -> NeuronGraphFunction:
         """The callable that runs ``compiled`` (a ``CompiledGraph`` of this graph) on
@@ -243,7 +247,20 @@ def _data_dependent(job: GraphJob) -> bool:
 
 
 def _at_bounds(job: GraphJob):
-    return bounded.compile_bounded(job.gm, job.example_inputs, job.name, job.compile_part)
+    return bounded.compile_bounded(
+        job.gm, job.example_inputs, job.name, job.compile_part, job.bounds
+    )
+
+
+def _given_bounds(job: GraphJob) -> bool:
+    return bounded.bounds_of_inputs(job.gm, job.bounds) is not None
+
+
+def _padded_to_bounds(job: GraphJob):
+    # every count padded to its forward's bound: one specialization, whatever the counts
+    options = copy.copy(job.opts)
+    options.buckets = bounded.bounds_of_inputs(job.gm, job.bounds)
+    return buckets.compile_bucketed(job.gm, job.name, options, job.run_compiled, job.layouts)
 
 
 def _symbolic_with_buckets(job: GraphJob) -> bool:
@@ -334,6 +351,9 @@ ROUTES: tuple[Route, ...] = (
     # sizes the data decides (nonzero, masks, unique) compiled once at their bounds
     # (compiler/bounded.py), the outputs sliced to the true sizes after the run
     Route("bounded",   _data_dependent,        _at_bounds, falls_back=True),
+    # the backward of such a graph: the counts it is given padded back to their bounds
+    # (hands the graph on where the bucket analysis refuses)
+    Route("to-bounds", _given_bounds,          _padded_to_bounds, falls_back=False),
     # symbolic sizes padded up to buckets (compiler/buckets.py); hands the graph on
     # (warned) where padding could change a result
     Route("bucketed",  _symbolic_with_buckets, _bucketed,  falls_back=False),

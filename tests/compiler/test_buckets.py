@@ -359,6 +359,29 @@ def test_a_training_step_with_merged_dimensions_is_padded_and_exact():
     assert specialized[-1] == specialized[-2]
 
 
+def test_a_training_step_on_the_device_is_padded_and_exact():
+    # the masks' traced values live on the inputs' device (they were CPU tensors once,
+    # and every masked graph of neuron tensors was silently run unpadded)
+    torch.manual_seed(0)
+    model = _TinyLM()
+    reference = _TinyLM()
+    reference.load_state_dict(model.state_dict())
+    model.to("neuron")
+    compiled = torch.compile(model, backend="neuron", dynamic=True)
+    for batch, length in ((2, 5), (3, 7), (2, 6)):
+        tokens = torch.randint(0, 32, (batch, length))
+        loss = compiled(tokens.to("neuron"))
+        loss.backward()
+        want = reference(tokens)
+        want.backward()
+        torch.testing.assert_close(loss.cpu(), want, rtol=1e-5, atol=1e-6)
+        for got, ref in zip(model.parameters(), reference.parameters()):
+            torch.testing.assert_close(got.grad.cpu(), ref.grad, rtol=1e-4, atol=1e-6)
+            got.grad = ref.grad = None
+    stats = buckets.stats()
+    assert stats["bucketed_graphs"] == 2 and stats["refusals"] == 0
+
+
 def test_a_plain_index_put_along_a_padded_index_is_refused():
     def write(index):
         values = index.unsqueeze(1).float().expand(-1, 3) + 1.0

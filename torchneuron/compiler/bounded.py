@@ -87,6 +87,28 @@ def has_data_dependent_sizes(gm: torch.fx.GraphModule) -> bool:
     return False
 
 
+def bounds_of_inputs(gm: torch.fx.GraphModule, bounds: dict[str, int]) -> tuple[int, ...] | None:
+    """The bounds, as a bucket ladder, of the data-dependent sizes ``gm``'s inputs carry,
+    when every symbolic size of its inputs is one whose bound ``bounds`` knows."""
+    symbols: set[str] = set()
+    for node in gm.graph.find_nodes(op="placeholder"):
+        value = node.meta.get("val")
+        dims = [value] if isinstance(value, torch.SymInt) else getattr(value, "shape", ())
+        for dim in dims:
+            if isinstance(dim, int):
+                continue
+            if not isinstance(dim, torch.SymInt):
+                return None
+            names = {s.name for s in dim.node.expr.free_symbols}
+            if not names or not names <= set(bounds):
+                return None
+            symbols |= names
+    if not symbols:
+        return None
+    ladder = tuple(sorted({bounds[name] for name in symbols if bounds[name] > 0}))
+    return ladder or None
+
+
 @dataclass
 class BoundedPlan:
     graph_module: torch.fx.GraphModule  # static shapes; the counts are its last outputs
@@ -96,6 +118,7 @@ class BoundedPlan:
     size_outputs: dict[int, Any] = field(default_factory=dict)  # position -> sympy expr
     # (condition over the symbols, message): Dynamo's assertions, checked on the host
     assertions: list[tuple[Any, str]] = field(default_factory=list)
+    bounds: dict[str, int] = field(default_factory=dict)  # symbol -> its bound
 
 
 def plan_bounded(gm: torch.fx.GraphModule, example_inputs) -> BoundedPlan:
@@ -127,6 +150,7 @@ def plan_bounded(gm: torch.fx.GraphModule, example_inputs) -> BoundedPlan:
         outputs=analysis.outputs,
         size_outputs=analysis.size_exprs,
         assertions=analysis.assertions,
+        bounds=dict(analysis.bounds),
     )
 
 
@@ -182,7 +206,7 @@ class BoundedAnalysis(Analysis):
                     self._produce(node, producer)
                     continue
                 if node.target in (aten.index_put.default, aten._index_put_impl.default):
-                    if self._mask_assignment(node):
+                    if self._assign_selection(node):
                         continue
                 if node.target is aten.index.Tensor and self._padded_index(node):
                     continue
@@ -209,9 +233,8 @@ class BoundedAnalysis(Analysis):
             unknown = sorted(s.name for s in unbacked_symbols(item) if s.name not in self.symbols)
             if unknown:
                 raise BucketRefused(
-                    f"{describe(node)} gives a tensor of shape "
-                    f"({', '.join(str(e) for e in exprs(item))}), sized by "
-                    f"{unknown[0]}, a value read from a tensor: it has no bound"
+                    f"{describe(node)} is sized by {unknown[0]}, a value read from a "
+                    "tensor: it has no bound"
                 )
 
     # -- producers
@@ -275,7 +298,7 @@ class BoundedAnalysis(Analysis):
             for e in exprs(item)
         )
 
-    def _mask_assignment(self, node: torch.fx.Node) -> bool:
+    def _assign_selection(self, node: torch.fx.Node) -> bool:
         """``x[mask] = values`` with one value per selected element (``values`` padded
         by a producer): each selected position reads its value by its rank among the
         selected ones, and the mask's own count must equal the values' (host check)."""
@@ -284,11 +307,13 @@ class BoundedAnalysis(Analysis):
         value_tags = self._tag(values)
         if not value_tags or value_tags[0] is None or len(value_tags[0]) != 1:
             return False
-        if len(indices) != 1 or not isinstance(indices[0], torch.fx.Node):
-            raise self._refuse_along(node, "assigns by an index other than one boolean mask")
+        if (
+            len(indices) != 1
+            or not isinstance(indices[0], torch.fx.Node)
+            or indices[0].meta["val"].dtype != torch.bool
+        ):
+            return False  # by indices (index_add's accumulation): the bucket rule's case
         mask = indices[0]
-        if mask.meta["val"].dtype != torch.bool:
-            raise self._refuse_along(node, "assigns by a padded index")
         if any(t is not None for t in value_tags[1:]) or any(
             t is not None for t in self.tags[source]
         ):
@@ -532,9 +557,13 @@ def _describe_counts(condition, counts: dict[str, int]) -> str:
     return ", ".join(f"{n} = {counts[n]}" for n in names if n in counts)
 
 
-def compile_bounded(gm: torch.fx.GraphModule, example_inputs, name: str, compile_part):
+def compile_bounded(
+    gm: torch.fx.GraphModule, example_inputs, name: str, compile_part, bounds: dict | None = None
+):
     """The callable of ``gm`` compiled at its bounds (``compile_part`` compiles the static
-    graph through the other routes); ``UnsupportedOpError`` where it cannot be."""
+    graph through the other routes); ``DataDependentSizeError`` where it cannot be.
+    ``bounds`` receives each data-dependent size's bound, by symbol name, for the graph
+    that takes the sizes as inputs (a training forward's backward)."""
     try:
         plan = plan_bounded(gm, example_inputs)
     except DataDependentSizeError:
@@ -542,4 +571,6 @@ def compile_bounded(gm: torch.fx.GraphModule, example_inputs, name: str, compile
         raise
     inner = compile_part(plan.graph_module, plan.example_inputs, name)
     STATS["bounded_graphs"] += 1
+    if bounds is not None:
+        bounds.update(plan.bounds)
     return BoundedFunction(inner, plan)

@@ -129,6 +129,7 @@ class Analysis(TagRules):
         self.layouts: dict[str, dict[int, tuple]] = {}
         self.limits: dict[str, int | None] = {}
         self.fake_mode = None
+        self.device: torch.device | None = None
 
     # -- driver
 
@@ -168,6 +169,8 @@ class Analysis(TagRules):
                     self.carriers.setdefault(name, dim)
                     if self.fake_mode is None and isinstance(value, torch.Tensor):
                         self.fake_mode = getattr(value, "fake_mode", None)
+                    if self.device is None and isinstance(value, torch.Tensor):
+                        self.device = value.device  # where the masks are made
                     bounds = dim.node.shape_env.var_to_range.get(dim.node.expr)
                     upper = bounds.upper if bounds is not None else None
                     self.limits[name] = (
@@ -375,7 +378,9 @@ class Analysis(TagRules):
             with self.graph.inserting_after(placeholders[-1]):
                 mask = self.graph.placeholder(f"bucket_mask_{symbol}")
             with self.fake_mode:
-                mask.meta["val"] = torch.empty((self.carriers[symbol],), dtype=torch.bool)
+                mask.meta["val"] = torch.empty(
+                    (self.carriers[symbol],), dtype=torch.bool, device=self.device
+                )
             self.tags[mask] = ((self.symbols[symbol],),)
             self.masks[symbol] = mask
         return mask
