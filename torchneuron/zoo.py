@@ -93,6 +93,74 @@ class _Block(nn.Module):
         return x + self.fc_out(F.gelu(self.fc(self.ln2(x))))
 
 
+class TopKMoE(nn.Module):
+    """A dropless top-k mixture of experts (SwiGLU-free: SiLU MLP experts).
+
+    The router's softmax picks ``top_k`` experts per token, their weights renormalized;
+    ``loss`` is the Switch Transformer's load-balancing loss, ``experts`` times the sum
+    over experts of (fraction of routed slots) x (mean router probability). Two ways to
+    dispatch, the same function:
+
+    - ``"gather"``: per expert, its tokens by ``torch.where`` (a data-dependent count),
+      gathered, run, and added back with ``index_add`` (Mixtral's formulation);
+    - ``"grouped"``: the token slots sorted by expert and every expert's product in one
+      ``torch._grouped_mm`` each layer (bfloat16 operands, as the grouped GEMM takes
+      them), static shapes throughout.
+    """
+
+    def __init__(self, d_model=32, hidden=64, experts=4, top_k=2, dispatch="gather"):
+        super().__init__()
+        if dispatch not in ("gather", "grouped"):
+            raise ValueError(f"dispatch must be 'gather' or 'grouped', not {dispatch!r}")
+        self.experts, self.top_k, self.dispatch = experts, top_k, dispatch
+        self.router = nn.Linear(d_model, experts, bias=False)
+        self.w_in = nn.Parameter(torch.randn(experts, d_model, hidden) * d_model**-0.5)
+        self.w_out = nn.Parameter(torch.randn(experts, hidden, d_model) * hidden**-0.5)
+
+    def forward(self, x):
+        probs = F.softmax(self.router(x), -1)
+        weights, chosen = probs.topk(self.top_k, -1)
+        weights = weights / weights.sum(-1, keepdim=True)
+        if self.dispatch == "gather":
+            out = torch.zeros_like(x)
+            for expert in range(self.experts):
+                token, slot = torch.where(chosen == expert)
+                y = F.silu(x[token] @ self.w_in[expert]) @ self.w_out[expert]
+                out = out.index_add(0, token, y * weights[token, slot].unsqueeze(-1))
+        else:
+            order = chosen.reshape(-1).argsort(stable=True)
+            token = torch.div(order, self.top_k, rounding_mode="floor")
+            counts = F.one_hot(chosen.reshape(-1), self.experts).sum(0)
+            ends = counts.cumsum(0).to(torch.int32)
+            h = torch._grouped_mm(x[token].bfloat16(), self.w_in.bfloat16(), offs=ends)
+            y = torch._grouped_mm(F.silu(h), self.w_out.bfloat16(), offs=ends).to(x.dtype)
+            scaled = y * weights.reshape(-1)[order].unsqueeze(-1)
+            out = torch.zeros_like(x).index_add(0, token, scaled)
+        routed = F.one_hot(chosen, self.experts).to(x.dtype).sum((0, 1)) / chosen.numel()
+        balance = self.experts * (routed * probs.mean(0)).sum()
+        return out, balance
+
+
+class MoELM(nn.Module):
+    """Embedding, ``layers`` residual MoE blocks (pre-LayerNorm), LM head; ``forward``
+    returns the logits and the summed load-balancing loss."""
+
+    def __init__(self, vocab=128, d_model=32, layers=2, dispatch="gather", **moe):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d_model)
+        self.norms = nn.ModuleList(nn.LayerNorm(d_model) for _ in range(layers))
+        self.moes = nn.ModuleList(TopKMoE(d_model, dispatch=dispatch, **moe) for _ in range(layers))
+        self.head = nn.Linear(d_model, vocab, bias=False)
+
+    def forward(self, tokens):
+        x = self.embed(tokens.reshape(-1))
+        balance = x.new_zeros(())
+        for norm, moe in zip(self.norms, self.moes):
+            y, aux = moe(norm(x))
+            x, balance = x + y, balance + aux
+        return self.head(x).reshape(*tokens.shape, -1), balance
+
+
 @dataclass
 class ZooEntry:
     name: str

@@ -82,9 +82,16 @@ def has_data_dependent_sizes(gm: torch.fx.GraphModule) -> bool:
                 return False
             if isinstance(value, torch.Tensor) and any(not isinstance(d, int) for d in value.shape):
                 return False
-        elif unbacked_symbols(node.meta.get("val")):
+        elif _sized_by_data(node.meta.get("val")):
             return True
     return False
+
+
+def _sized_by_data(value: Any) -> bool:
+    """Whether a tensor in ``value`` has a data-dependent size (a scalar read from data,
+    ``x.item()``, is not a size: the static route compiles it)."""
+    items = value if isinstance(value, (tuple, list)) else [value]
+    return any(isinstance(v, torch.Tensor) and unbacked_symbols(v.shape) for v in items)
 
 
 def bounds_of_inputs(gm: torch.fx.GraphModule, bounds: dict[str, int]) -> tuple[int, ...] | None:
