@@ -58,6 +58,8 @@ stats = STATS.snapshot
 
 # Specialized programs kept per DynamicProgram (one per concrete shape).
 SPECIALIZATION_CAPACITY = 64
+# The longest name a specialization gets from its shapes (the NEFF limit is 1024).
+SPECIALIZED_NAME_LIMIT = 200
 
 
 @dataclass
@@ -122,7 +124,13 @@ class DynamicProgram:
         return compiled
 
     def _specialized_name(self, key: tuple) -> str:
-        return f"{self.name}_" + "_".join("x".join(map(str, s)) or "s" for s in key)
+        name = f"{self.name}_" + "_".join("x".join(map(str, s)) or "s" for s in key)
+        if len(name) <= SPECIALIZED_NAME_LIMIT:
+            return name
+        # a graph of many inputs (a backward): the shapes as a digest, within the NEFF's
+        # name limit
+        digest = hashlib.sha256(name.encode()).hexdigest()[:16]
+        return f"{self.name[: SPECIALIZED_NAME_LIMIT - 24]}_shapes_{digest}"
 
     def _disk_key(self, shapes: tuple) -> str:
         """What a specialization depends on, as a digest (``graph_cache.graph_key`` mixes
