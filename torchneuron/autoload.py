@@ -44,6 +44,7 @@ def autoload() -> None:
     if not is_registered():
         return
     _eager_check_from_environment()
+    _after_import(FLEX_MODULE, _allow_flex_attention)
     try:
         from torchneuron import distributed
 
@@ -91,6 +92,33 @@ def _register_with(registry: ModuleType) -> None:
             RuntimeWarning,
             stacklevel=2,
         )
+
+
+FLEX_MODULE = "torch.nn.attention.flex_attention"
+
+
+def _allow_flex_attention(module: ModuleType) -> None:
+    """FlexAttention takes ``neuron`` tensors (its device check lists the devices it
+    knows): compiled, it lowers as dense masked attention (compiler/flex_attention.py)."""
+    try:
+        from torchneuron.compiler.flex_attention import allow_neuron_inputs
+
+        allow_neuron_inputs(module)
+    except Exception as error:  # never break the user's import
+        warnings.warn(
+            f"torchneuron: flex_attention will not take neuron tensors ({error})",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+
+
+def _after_import(name: str, then: Callable[[ModuleType], None]) -> None:
+    """``then(module)`` now if ``name`` is imported, else right after its import."""
+    module = sys.modules.get(name)
+    if module is not None:
+        then(module)
+    else:
+        sys.meta_path.insert(0, _AfterImport(name, then))
 
 
 class _AfterImport(MetaPathFinder):

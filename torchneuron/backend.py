@@ -39,6 +39,7 @@ from torchneuron.compiler.dynamic_functions import (
     compile_symbolic,
     has_symbolic_inputs,
 )
+from torchneuron.compiler.flex_attention import inline_flex_attention
 from torchneuron.compiler.pipeline import compile_graph
 from torchneuron.device.graph_function import (
     InputOutputsFunction,
@@ -96,6 +97,7 @@ class NeuronBackendOptions:
 def neuron_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options=None, **kw):
     """The torch.compile backend entry point (registered as ``"neuron"``)."""
     opts = NeuronBackendOptions(options or kw.get("options"))
+    inline_flex_attention(gm)  # as tensor ops that AOTAutograd differentiates
     graph_id = next(_graph_ids)
     key = _dynamo_graph_key(gm, example_inputs, opts)
     compiled = _COMPILED_FRAMES.get(key) if key is not None else None
