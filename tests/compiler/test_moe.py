@@ -59,7 +59,7 @@ def _train(dispatch: str, steps: int, compiled: bool, optimizer=torch.optim.SGD,
 
 
 def test_gather_dispatch_trains_like_the_cpu_with_one_compile_each_way():
-    pairs, weights = _train("gather", steps=5, compiled=True)
+    pairs, weights = _train("gather", steps=3, compiled=True)
     for got, want in pairs:
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
     for got, want in weights:
@@ -77,7 +77,7 @@ def test_grouped_dispatch_trains_like_the_cpu():
 
 def test_moe_in_eager_mode_with_adam_equals_the_cpu():
     # Adam's multi-tensor (foreach) update on neuron parameters, eagerly
-    pairs, weights = _train("gather", steps=2, compiled=False, optimizer=torch.optim.Adam)
+    pairs, weights = _train("gather", steps=1, compiled=False, optimizer=torch.optim.Adam)
     for got, want in pairs:
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
     for got, want in weights:
