@@ -73,8 +73,8 @@ def unbacked_symbols(value: Any) -> set:
 def has_data_dependent_sizes(gm: torch.fx.GraphModule) -> bool:
     """Whether some value that ``gm`` computes, from inputs of static sizes, has a size
     only its data decides. (A graph given such sizes as inputs, a training backward of
-    a selection, is specialized per shape by the other routes, and those specializations
-    come here when they select in turn.)"""
+    a selection, is padded to its forward's bounds by the next route; one with symbolic
+    input sizes is specialized per shape, and each specialization comes here.)"""
     for node in gm.graph.nodes:
         if node.op == "placeholder":
             value = node.meta.get("val")
