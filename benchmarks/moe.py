@@ -119,6 +119,23 @@ def main() -> None:
             f"{engine:<16}{r['first']:>10.1f}{r['median'] * 1e3:>11.1f}"
             f"{tokens / r['median']:>10.0f}{ratio:>8}{r['loss']:>12.5f}  {compiles}"
         )
+    chip_estimates()
+
+
+def chip_estimates() -> None:
+    """What the chip would take for the MoE layers (estimate/moe_cost.py): the
+    emulator's step above runs them padded."""
+    from torchneuron.estimate.collectives import Placement
+    from torchneuron.estimate.moe_cost import estimate_moe_layer
+
+    tokens = BATCH * LENGTH
+    shape = {k: CONFIG[k] for k in ("d_model", "hidden", "experts", "top_k")}
+    for target, dtype in (("trn2", "bfloat16"), ("trn3", "bfloat16"), ("trn3", "mxfp8")):
+        layer = estimate_moe_layer(tokens, **shape, dtype=dtype, placement=Placement(target))
+        print(
+            f"estimated on {target} ({dtype}), one MoE layer: forward "
+            f"{layer.forward_seconds * 1e6:.1f} us, backward {layer.backward_seconds * 1e6:.1f} us"
+        )
 
 
 if __name__ == "__main__":
