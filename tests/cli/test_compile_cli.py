@@ -173,3 +173,21 @@ def test_compile_refuses_what_run_would_under_an_hbm_override(neuronc, tmp_path)
         in line
     )
     assert not (tmp_path / "refused.neff").exists()
+
+
+def test_an_input_named_input_keeps_its_name_and_compiling_prints_no_warning(tmp_path):
+    # a node may not shadow a Python builtin, so the graph calls it input_1; the NEFF
+    # and `neuronc run --input input=...` use the user's name
+    class Doubled(torch.nn.Module):
+        def forward(self, input):
+            return torch.relu(input) * 2.0
+
+    program = tmp_path / "doubled.pt2"
+    torch.export.save(torch.export.export(Doubled(), (torch.ones(3, 4),)), str(program))
+    neff = tmp_path / "doubled.neff"
+    done = console_script("compile", program, "-o", neff)
+    assert "Warning" not in done.stderr, done.stderr  # torch's own FutureWarning is ours to hide
+    x = np.linspace(-1.0, 1.0, 12, dtype=np.float32).reshape(3, 4)
+    np.save(tmp_path / "x.npy", x)
+    console_script("run", neff, "--input", f"input={tmp_path / 'x.npy'}", "--output-dir", tmp_path)
+    np.testing.assert_allclose(np.load(tmp_path / "output0.npy"), np.maximum(x, 0) * 2)

@@ -356,7 +356,7 @@ def _signature(prepared) -> SymbolicSignature:
     shape_env = None
     nodes = {n.name: n for n in prepared.graph_module.graph.nodes if n.op == "placeholder"}
     for argument in prepared.arguments:
-        value = nodes[argument.name].meta["val"]
+        value = nodes[argument.node_name].meta["val"]
         shape = []
         for dim in value.shape:
             if isinstance(dim, int):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import warnings
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from torch.export.graph_signature import InputKind, OutputKind, TensorArgument
 
 from torchneuron.errors import TorchNeuronError
 from torchneuron.lowering import LoweringError, decomposition_table
+from torchneuron.lowering.fx_to_torch import INPUT_NAME_META
 
 
 class ProgramLoadError(TorchNeuronError):
@@ -98,8 +100,18 @@ def _torch_export_log_captured() -> Iterator[list[BaseException]]:
 
 def exported_graph(program: ExportedProgram) -> ExportedGraph:
     """Decompose ``program`` to the ATen ops we lower, and name its parts."""
-    program = program.run_decompositions(decomposition_table())
+    with warnings.catch_warnings():
+        # torch's copy of the program's tree specs warns that it uses an API torch
+        # deprecated (``isinstance(treespec, LeafSpec)``): nothing a user can act on
+        warnings.filterwarnings("ignore", message=r".*LeafSpec.*", category=FutureWarning)
+        program = program.run_decompositions(decomposition_table())
     signature = program.graph_signature
+    # each input keeps the user's name in the NEFF even where a later copy of the graph
+    # renames its node (a node may not shadow a Python builtin: ``input`` -> ``input_1``)
+    placeholders = {n.name: n for n in program.graph_module.graph.find_nodes(op="placeholder")}
+    for spec in signature.input_specs:
+        if spec.kind == InputKind.USER_INPUT and spec.arg.name in placeholders:
+            placeholders[spec.arg.name].meta[INPUT_NAME_META] = spec.arg.name
     weights: dict[str, torch.Tensor] = {}
     sources: dict[str, str] = {}
     for spec in signature.input_specs:

@@ -33,10 +33,15 @@ from .scalar_asserts import scalar_asserts_as_checks
 class ArgumentInfo:
     """One argument of the imported function."""
 
-    name: str
+    name: str  # in the NEFF
     kind: str  # "input" (given at run time) or "weight" (data known at compile time)
     shape: tuple[int, ...]
     dtype: torch.dtype
+    node: str = ""  # the graph's placeholder, when its name differs (INPUT_NAME_META)
+
+    @property
+    def node_name(self) -> str:
+        return self.node or self.name
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,11 @@ class PreparedGraph:
     # run-time checks: the program's last len(checks) results are their conditions
     # (0-d bools), in this order, after the outputs of the original graph
     checks: tuple[Check, ...] = ()
+
+
+# placeholder meta: the name a program's input goes by in the NEFF when the graph had
+# to rename its node (torch.export's user name ``input`` is node ``input_1``)
+INPUT_NAME_META = "neuron_input_name"
 
 
 def prepare_graph(
@@ -120,7 +130,9 @@ def prepare_graph(
         if not symbolic:
             _check_static(node.name, value)
         kind = "weight" if node.name in weights else "input"
-        arguments.append(ArgumentInfo(node.name, kind, tuple(value.shape), value.dtype))
+        name = node.meta.get(INPUT_NAME_META, node.name) if kind == "input" else node.name
+        renamed = node.name if name != node.name else ""
+        arguments.append(ArgumentInfo(name, kind, tuple(value.shape), value.dtype, renamed))
 
     output_node = next(n for n in reversed(graph.nodes) if n.op == "output")
     results = output_node.args[0]
