@@ -76,7 +76,7 @@ def _raw(t: torch.Tensor) -> torch.Tensor:
     return t.view(torch.uint8) if t.element_size() == 1 else t
 
 
-@pytest.mark.parametrize("fmt", list(SPEC))
+@pytest.mark.parametrize("fmt", ["fp8_e4m3", "fp4_e2m1"])  # E5M2 is E4M3's code path
 def test_the_same_bits_natively_in_eager_and_compiled(fmt, monkeypatch):
     monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
     torch._dynamo.reset()
