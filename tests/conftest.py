@@ -41,3 +41,11 @@ def fresh_dynamo():
     torch._dynamo.reset()
     yield
     torch._dynamo.reset()
+
+
+@pytest.fixture
+def native_compile(monkeypatch, tmp_path, fresh_dynamo):
+    """No CPU fallback, a disk cache of this test's own, Dynamo reset before and after."""
+    monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
+    monkeypatch.setenv("TORCHNEURON_CACHE_DIR", str(tmp_path / "cache"))
+    yield

@@ -16,13 +16,7 @@ from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 B, HQ, HKV, S, D = 2, 4, 2, 24, 8
 
 
-@pytest.fixture(autouse=True)
-def _fresh(monkeypatch, tmp_path):
-    monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
-    monkeypatch.setenv("TORCHNEURON_CACHE_DIR", str(tmp_path / "cache"))
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("native_compile")
 
 
 def _qkv(heads_kv=HKV, seed=0):

@@ -17,15 +17,11 @@ from torchneuron.zoo import MoELM
 
 
 @pytest.fixture(autouse=True)
-def _fresh(monkeypatch, tmp_path):
-    monkeypatch.setenv("TORCHNEURON_NO_FALLBACK", "1")
-    monkeypatch.setenv("TORCHNEURON_CACHE_DIR", str(tmp_path / "cache"))
-    torch._dynamo.reset()
+def _fresh(native_compile):
     bounded.reset_stats()
     dynamic.reset_stats()
     with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
         yield
-    torch._dynamo.reset()
 
 
 def _step(model, tokens, optimizer):

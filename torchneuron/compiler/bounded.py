@@ -179,8 +179,8 @@ class BoundedAnalysis(Analysis):
         self.assertions: list[tuple[Any, str]] = []
         self.size_exprs: dict[int, Any] = {}
 
-    def run(self) -> None:
-        placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
+    def _inputs(self, placeholders: list[torch.fx.Node]) -> None:
+        """Static inputs only: their dimensions carry no tag."""
         for node in placeholders:
             value = node.meta.get("val")
             if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)) or (
@@ -198,37 +198,26 @@ class BoundedAnalysis(Analysis):
             from torch._guards import detect_fake_mode
 
             self.fake_mode = detect_fake_mode()
-        for node in list(self.graph.nodes):
-            if node.op == "call_function":
-                if node.target in _ASSERTS or node.target in _RANGES:
-                    self._assertion(node)
-                    continue
-                if node.target in _UNBOUNDED and unbacked_symbols(node.meta.get("val")):
-                    raise BucketRefused(
-                        f"{describe(node)} has no bound from its input's size: "
-                        f"{_UNBOUNDED[node.target]}"
-                    )
-                producer = bounded_ops.producer_of(node)
-                if producer is not None and unbacked_symbols(node.meta.get("val")):
-                    self._produce(node, producer)
-                    continue
-                if node.target in (aten.index_put.default, aten._index_put_impl.default):
-                    if self._assign_selection(node):
-                        continue
-                if node.target is aten.index.Tensor and self._padded_index(node):
-                    continue
-                self._check_sizes_known(node)
-                self._check_value_uses(node)
-                self._call(node)
-                self._check_tags(node)
-            elif node.op == "get_attr":
-                value = node.meta.get("val")
-                rank = value.dim() if isinstance(value, torch.Tensor) else 0
-                self.tags[node] = (None,) * rank
-            elif node.op == "output":
-                self._output(node)
-            elif node.op != "placeholder":
-                raise BucketRefused(f"graph node {node.name} ({node.op}) is not an op call")
+
+    def _visit(self, node: torch.fx.Node) -> None:
+        if node.target in _ASSERTS or node.target in _RANGES:
+            self._assertion(node)
+            return
+        if node.target in _UNBOUNDED and unbacked_symbols(node.meta.get("val")):
+            raise BucketRefused(
+                f"{describe(node)} has no bound from its input's size: {_UNBOUNDED[node.target]}"
+            )
+        producer = bounded_ops.producer_of(node)
+        if producer is not None and unbacked_symbols(node.meta.get("val")):
+            self._produce(node, producer)
+            return
+        if node.target in (aten.index_put.default, aten._index_put_impl.default):
+            if self._assign_selection(node):
+                return
+        if node.target is aten.index.Tensor and self._padded_index(node):
+            return
+        self._check_sizes_known(node)
+        super()._visit(node)
 
     def _check_sizes_known(self, node: torch.fx.Node) -> None:
         """A tensor sized by a scalar read from data (``narrow(x, 0, 0, n.item())``) has

@@ -134,19 +134,29 @@ class Analysis(TagRules):
     # -- driver
 
     def run(self) -> None:
-        placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
+        self._inputs([n for n in self.graph.nodes if n.op == "placeholder"])
+        self._walk()
+
+    def _inputs(self, placeholders: list[torch.fx.Node]) -> None:
+        """The symbols and the placeholders' tags."""
         self._find_symbols(placeholders)
         if not self.symbols:
             raise NothingToBucket("the graph has no symbolic size to bucket")
         for position, node in enumerate(placeholders):
             self._placeholder(position, node)
-        for node in list(self.graph.nodes):
+
+    def _visit(self, node: torch.fx.Node) -> None:
+        """One op call: checked, handed to its rule, its tags checked."""
+        if self._drop_size_assertion(node):
+            return
+        self._check_value_uses(node)
+        self._call(node)
+        self._check_tags(node)
+
+    def _walk(self) -> None:
+        for node in list(self.graph.nodes):  # the nodes rules insert are not walked
             if node.op == "call_function":
-                if self._drop_size_assertion(node):
-                    continue
-                self._check_value_uses(node)
-                self._call(node)
-                self._check_tags(node)
+                self._visit(node)
             elif node.op == "get_attr":
                 value = node.meta.get("val")
                 rank = value.dim() if isinstance(value, torch.Tensor) else 0
