@@ -96,10 +96,52 @@ class TransformerShape:
     def parameter_count(self) -> int:
         return sum(size for _, size, _, _ in self.parameters())
 
+    def describe(self) -> dict:
+        return {
+            "vocab": self.vocab,
+            "d_model": self.d_model,
+            "heads": self.heads,
+            "layers": self.layers,
+            "ffn": self.ffn,
+            "context": self.context,
+            "parameters": self.parameter_count(),
+        }
+
+
+@dataclass(frozen=True)
+class ModelDescription:
+    """The user's model as ``neuronc plan --model`` traced it."""
+
+    name: str
+    source: str  # as given to --model
+    parameters: int  # of the whole model
+    layers: int
+    d_model: int  # width of the activations between layers
+    architecture: str | None = None
+    experts: int = 0
+    top_k: int = 0
+
+    def parameter_count(self) -> int:
+        return self.parameters
+
+    def describe(self) -> dict:
+        described = {
+            "name": self.name,
+            "source": self.source,
+            "architecture": self.architecture,
+            "layers": self.layers,
+            "d_model": self.d_model,
+            "parameters": self.parameters,
+        }
+        if self.experts:
+            described.update(experts=self.experts, top_k=self.top_k)
+        return described
+
 
 @dataclass(frozen=True)
 class Layout:
-    """A parallel layout: data-parallel (DDP), fully sharded (FSDP) and TP degrees."""
+    """A parallel layout: data-parallel (DDP), fully sharded (FSDP), tensor (TP), pipeline
+    (PP), context (CP) and expert (EP, inside the data-parallel ranks) degrees."""
 
     dp: int = 1
     fsdp: int = 1
@@ -109,17 +151,27 @@ class Layout:
     instance: str | None = None  # an instance type of hardware.INSTANCES; None: the default
     instances: int | None = None  # None: as few as the world size needs
     sequence_parallel: bool = False
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
 
     @property
     def world_size(self) -> int:
-        return self.dp * self.fsdp * self.tp
+        return self.dp * self.fsdp * self.tp * self.pp * self.cp
 
     def groups(self) -> dict[str, tuple[int, ...]]:
-        """Rank 0's group along each dimension of the ``(dp, fsdp, tp)`` mesh (TP fastest)."""
+        """Rank 0's group along each dimension of the ``(pp, dp, fsdp, cp, tp)`` mesh (TP
+        fastest); the EP group is the first ``ep`` ranks of the ``(dp, fsdp)`` ranks."""
+        tp, cp, fsdp, dp = self.tp, self.cp, self.fsdp, self.dp
+        data = [i * tp * cp for i in range(fsdp * dp)]
         return {
-            "tp": tuple(range(self.tp)),
-            "fsdp": tuple(i * self.tp for i in range(self.fsdp)),
-            "dp": tuple(i * self.tp * self.fsdp for i in range(self.dp)),
+            "tp": tuple(range(tp)),
+            "cp": tuple(i * tp for i in range(cp)),
+            "fsdp": tuple(i * tp * cp for i in range(fsdp)),
+            "dp": tuple(i * tp * cp * fsdp for i in range(dp)),
+            "pp": tuple(i * tp * cp * fsdp * dp for i in range(self.pp)),
+            "pp_next": (0, tp * cp * fsdp * dp),  # a stage and the next one's rank
+            "ep": tuple(data[: self.ep]),
         }
 
 
@@ -129,7 +181,7 @@ class CollectiveRow:
 
     name: str
     kind: str
-    group: str  # "dp" | "fsdp" | "tp"
+    group: str  # "dp" | "fsdp" | "tp" | "pp" | "cp" | "ep"
     group_size: int
     calls: int = 0
     nbytes: int = 0  # the estimate_collective nbytes, summed over calls
@@ -141,7 +193,7 @@ class CollectiveRow:
 
 @dataclass
 class TrainingPlan:
-    shape: TransformerShape
+    shape: TransformerShape | ModelDescription
     layout: Layout
     precision: str
     optimizer: str
@@ -160,6 +212,7 @@ class TrainingPlan:
     memory: dict[str, int]
     hbm_capacity_bytes: int
     peak_tensor_flops: float
+    details: dict = field(default_factory=dict)  # what a plan of the user's model adds
 
     @property
     def compute_s(self) -> float:
@@ -187,7 +240,8 @@ class TrainingPlan:
             found.append(
                 f"does not fit: peak HBM per core {_gib(self.memory['peak'])} exceeds the "
                 f"{_gib(self.hbm_capacity_bytes)} of one {self.layout.target} logical core "
-                f"(LNC={self.lnc}); shard more (raise --fsdp or --tp) or shrink the batch"
+                f"(LNC={self.lnc}); shard more (raise --fsdp, --tp or --pp), checkpoint "
+                "activations (--ac) or shrink the batch"
             )
         if self.layout.tp > self.cores_per_instance:
             found.append("the TP group spans instances: its activations cross EFA every layer")
@@ -197,19 +251,14 @@ class TrainingPlan:
         """Every figure, JSON-ready (``neuronc plan --json``)."""
         layout = self.layout
         return {
-            "model": {
-                "vocab": self.shape.vocab,
-                "d_model": self.shape.d_model,
-                "heads": self.shape.heads,
-                "layers": self.shape.layers,
-                "ffn": self.shape.ffn,
-                "context": self.shape.context,
-                "parameters": self.shape.parameter_count(),
-            },
+            "model": self.shape.describe(),
             "layout": {
                 "dp": layout.dp,
                 "fsdp": layout.fsdp,
                 "tp": layout.tp,
+                "pp": layout.pp,
+                "cp": layout.cp,
+                "ep": layout.ep,
                 "world_size": layout.world_size,
                 "sequence_parallel": layout.sequence_parallel,
                 "target": layout.target,
@@ -217,7 +266,11 @@ class TrainingPlan:
                 "instance": self.instance,
                 "instances": self.instances,
                 "cores_per_instance": self.cores_per_instance,
-                "groups_of_rank_0": {k: list(v) for k, v in layout.groups().items()},
+                "groups_of_rank_0": {
+                    k: list(v)
+                    for k, v in layout.groups().items()
+                    if k in ("tp", "fsdp", "dp") or (k != "pp_next" and len(v) > 1)
+                },
             },
             "training": {
                 "precision": self.precision,
@@ -261,6 +314,7 @@ class TrainingPlan:
                 "fits": self.fits,
             },
             "warnings": self.warnings(),
+            **self.details,
         }
 
 
