@@ -161,9 +161,10 @@ def test_experts_are_routed_evenly_and_divided_over_expert_parallel_ranks(tmp_pa
 
 
 def test_fp8_linear_layers_run_at_the_fp8_rate(tmp_path):
-    source = _source(tmp_path, {**TINY, "hidden_size": 512, "intermediate_size": 1024})
-    bf16 = plan_model(source, Layout(), batch=1, seq=128)
-    fp8 = plan_model(source, Layout(), batch=1, seq=128, precision="fp8")
+    wide = {**TINY, "hidden_size": 2048, "intermediate_size": 8192, "max_position_embeddings": 512}
+    source = _source(tmp_path, wide)
+    bf16 = plan_model(source, Layout(), batch=1, seq=512)
+    fp8 = plan_model(source, Layout(), batch=1, seq=512, precision="fp8")
     assert fp8.forward_s < bf16.forward_s
     assert fp8.matmul_flops == bf16.matmul_flops
 

@@ -17,7 +17,12 @@ from __future__ import annotations
 from .usage import UsageError
 
 # Short names of the instance types (--instance trn2): the one a job rents.
-INSTANCE_ALIASES = {"trn2": "trn2.48xlarge", "trn2u": "trn2u.48xlarge", "trn3": "trn3-gen1-server"}
+INSTANCE_ALIASES = {
+    "trn1": "trn1.32xlarge",
+    "trn2": "trn2.48xlarge",
+    "trn2u": "trn2u.48xlarge",
+    "trn3": "trn3-gen1-server",
+}
 
 SIZE_FLAGS = {
     "layers": "--layers",
@@ -32,7 +37,7 @@ SIZE_FLAGS = {
 def add_plan_arguments(command) -> None:
     """The ``neuronc plan`` arguments on ``command`` (an argparse subparser)."""
     from torchneuron.estimate.parallel_plan import OPTIMIZERS, PRECISIONS
-    from torchneuron.target import hardware
+    from torchneuron.target import planning
 
     command.add_argument(
         "model", nargs="?", help="a zoo model: gpt (the GPT-style language model); or --model"
@@ -89,13 +94,15 @@ def add_plan_arguments(command) -> None:
         help="TP with sequence parallelism (all-gather + reduce-scatter instead of all-reduce)",
     )
     command.add_argument(
-        "--target", choices=sorted(hardware.CHIPS), help="chip (default: the instance's, or trn2)"
+        "--target",
+        choices=planning.targets(),
+        help="chip (default: the instance's, or trn2; trn1 is priced for --model only)",
     )
     command.add_argument(
         "--instance",
-        choices=sorted([*hardware.INSTANCES, *INSTANCE_ALIASES]),
+        choices=sorted([*planning.instances(), *INSTANCE_ALIASES]),
         help="instance type (trn2 = trn2.48xlarge, trn2u = trn2u.48xlarge, trn3 = "
-        "trn3-gen1-server)",
+        "trn3-gen1-server; trn1 = trn1.32xlarge, for --model only)",
     )
     command.add_argument(
         "--instances",
@@ -121,14 +128,14 @@ def plan_command(args) -> int:
     import json
 
     from torchneuron.estimate.parallel_plan import Layout
-    from torchneuron.target import hardware
+    from torchneuron.target import planning
 
     if (args.model is None) == (args.model_source is None):
         raise UsageError("plan: name a zoo model (gpt) or the user's model with --model, not both")
     instance = INSTANCE_ALIASES.get(args.instance, args.instance)
     target = args.target
     if instance is not None:
-        instance_target = hardware.instance(instance).target
+        instance_target = planning.instance(instance).target
         if target is not None and target != instance_target:
             raise UsageError(
                 f"--instance {args.instance} holds {instance_target} chips, not --target {target}"
@@ -150,7 +157,7 @@ def plan_command(args) -> int:
     if args.model_source is not None:
         from .plan_model import plan_model_command
 
-        return plan_model_command(args, layout)
+        return plan_model_command(args, layout, render_plan)
     _zoo_only(args)
     from dataclasses import replace
 

@@ -18,7 +18,8 @@ EP_DEGREES = (1, 2, 4, 8, 16, 32, 64)
 SEARCH_SHOWN = 10
 
 
-def plan_model_command(args, layout) -> int:
+def plan_model_command(args, layout, render) -> int:
+    """``render`` is ``plan.render_plan`` (the text of a plan, shared with the zoo's gpt)."""
     from torchneuron.estimate.model_plan import describe_source, plan_model
     from torchneuron.estimate.model_source import parse_source
 
@@ -41,25 +42,23 @@ def plan_model_command(args, layout) -> int:
         description=description,
     )
     if args.search:
-        return _search(args, source, layout, seq, options)
+        return _search(args, source, layout, seq, options, render)
     if args.world_size is not None and args.world_size != layout.world_size:
         raise UsageError(
             f"the degrees give {layout.world_size} ranks, but --world-size is {args.world_size}"
         )
     batch = args.batch if args.batch is not None else layout.dp * layout.fsdp * args.microbatch
     plan = plan_model(source, layout, batch=batch, seq=seq, **options)
-    _print(args, description.name, plan)
+    _print(args, description.name, plan, render)
     return 0 if plan.fits else 1
 
 
-def _print(args, name: str, plan) -> None:
-    from .plan import render_plan
-
+def _print(args, name: str, plan, render) -> None:
     summary = plan.summary()
     if args.json:
         print(json.dumps({"model_name": name, **summary}, indent=2, sort_keys=True))
         return
-    print(render_plan(name, summary))
+    print(render(name, summary))
     print(_details(summary))
 
 
@@ -89,7 +88,7 @@ def _details(s: dict) -> str:
     return "\n".join(lines)
 
 
-def _search(args, source, layout, seq, options) -> int:
+def _search(args, source, layout, seq, options, render) -> int:
     """Every layout of the job's ranks that the model allows, ranked by step time."""
     from torchneuron.estimate.collectives import Placement
     from torchneuron.estimate.model_plan import plan_model
@@ -159,7 +158,7 @@ def _search(args, source, layout, seq, options) -> int:
             f"{100 * plan.mfu:>7.1f}%{plan.memory['peak'] / 2**30:>9.2f}GiB"
         )
     print(f"  ({len(results)} layouts fit, {refused} refused; the fastest in full:)\n")
-    _print(args, description.name, results[0])
+    _print(args, description.name, results[0], render)
     return 0
 
 

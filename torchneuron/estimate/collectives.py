@@ -55,7 +55,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from torchneuron.estimate.cost_model import EstimateError
-from torchneuron.target import hardware
+from torchneuron.target import hardware, planning
 
 KINDS = (
     "all_reduce",
@@ -92,20 +92,20 @@ _BUS_FACTOR = {
 class Placement:
     """Where ranks sit: rank r is global logical core r, filling a chip's logical cores,
     then the instance's chips, then instances. ``lnc`` defaults to the chip's default,
-    ``instance`` to the target's default instance (``hardware.DEFAULT_INSTANCE``)."""
+    ``instance`` to the target's default instance (``planning.default_instance``)."""
 
     target: str = "trn2"
     lnc: int | None = None
     instance: str | None = None
 
     def __post_init__(self) -> None:
-        spec = hardware.chip(self.target)
+        spec = planning.chip(self.target)
         if self.lnc is None:
             object.__setattr__(self, "lnc", spec.default_lnc)
         spec.check_lnc(self.lnc)
         if self.instance is None:
-            object.__setattr__(self, "instance", hardware.DEFAULT_INSTANCE[self.target])
-        found = hardware.instance(self.instance)
+            object.__setattr__(self, "instance", planning.default_instance(self.target))
+        found = planning.instance(self.instance)
         if found.target != self.target:
             raise EstimateError(
                 f"instance {self.instance!r} holds {found.target} chips, not {self.target}; "
@@ -114,11 +114,11 @@ class Placement:
 
     @property
     def chip_spec(self) -> hardware.ChipSpec:
-        return hardware.chip(self.target)
+        return planning.chip(self.target)
 
     @property
     def instance_spec(self) -> hardware.InstanceSpec:
-        return hardware.instance(self.instance)
+        return planning.instance(self.instance)
 
     @property
     def cores_per_chip(self) -> int:

@@ -113,7 +113,8 @@ def plan_model(
             f"{microbatches} micro-batches for {layout.pp} pipeline stages: 1F1B needs at "
             f"least as many micro-batches as stages; raise --batch or lower --microbatch"
         )
-    key = (layout.tp, layout.ep, layout.cp, micro, seq, precision, layout.target, lnc)
+    sp = layout.sequence_parallel
+    key = (layout.tp, layout.ep, layout.cp, micro, seq, precision, layout.target, lnc, sp)
     traces = {} if traces is None else traces
     if key not in traces:
         traces[key] = trace_step(
@@ -127,6 +128,7 @@ def plan_model(
             ep=layout.ep,
             cp=layout.cp,
             matmul_dtype=MATMUL_DTYPES[precision],
+            sequence_parallel=sp,
         )
     trace = traces[key]
     if layout.pp > 1 and layout.pp > trace.layers:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from torchneuron.estimate.engine_cost import hbm_bytes_per_second, matmul_cost, streaming_seconds
@@ -48,6 +48,10 @@ FREE_OPS = {
     "new_empty_strided",
     "_local_scalar_dense",
 }
+# Element-wise ops fuse with the ones just before them (their inputs stay in SBUF): the
+# compiler fuses chains such as RMSNorm's upcast, square, mean, rsqrt and scales. An
+# assumption: chains longer than this window are split.
+FUSION_WINDOW = 4
 ATTENTION_OPS = {
     "_scaled_dot_product_flash_attention_for_cpu": False,
     "_scaled_dot_product_flash_attention": False,
@@ -95,6 +99,7 @@ def trace_step(
     ep: int = 1,
     cp: int = 1,
     matmul_dtype: str | None = None,
+    sequence_parallel: bool = False,
 ) -> StepTrace:
     """Trace and cost one forward + backward of ``batch`` sequences of ``seq // cp`` tokens
     on one rank (its TP shard of the weights, its ``1/ep`` of the experts)."""
@@ -110,6 +115,10 @@ def trace_step(
     # A causal LM of transformers passes its causal mask as a tensor on fake tensors; the
     # mask is causal, and a flash kernel skips its masked tiles.
     costing.masks_are_causal = source.kind == "hf" and source.architecture.endswith("ForCausalLM")
+    hidden = (source.config or {}).get("hidden_size")
+    if sequence_parallel and tp > 1 and isinstance(hidden, int):
+        costing.sequence_shards = tp
+        costing.stream_elements = batch * (seq // cp) * hidden
     mode = FakeTensorMode(allow_non_fake_inputs=True)
     example = None
     if source.kind == "pt2" and (tp > 1 or ep > 1 or cp > 1):
@@ -429,6 +438,11 @@ class _OpCosts:
         self.hbm = hbm_bytes_per_second(chip, lnc)
         self.kv_width = 0
         self.masks_are_causal = False
+        self.onchip: deque = deque(maxlen=FUSION_WINDOW)
+        # Sequence parallelism: element-wise work on the residual stream (``tokens x
+        # hidden`` elements) is split over the TP ranks.
+        self.sequence_shards = 1
+        self.stream_elements = -1
 
     def matmul(self, batch, m, k, n, a, b, dtype=None) -> tuple[float, int]:
         itemsizes = (a.element_size(), b.element_size(), 4)
@@ -449,7 +463,10 @@ class _OpCosts:
             return self.attention(func, name, args, kwargs)
         if name in ("convolution", "convolution_backward"):
             return self.convolution(name, args, out)
-        seconds = self.traffic(args, out)
+        seconds = self.traffic(args, out, fused=True)
+        # The tensors themselves are kept (not their storages' addresses, which a freed
+        # tensor's successor may reuse).
+        self.onchip.extend(_tensors(out))
         elements = sum(t.numel() for t in _tensors(out))
         if elements:
             engine = (
@@ -459,10 +476,16 @@ class _OpCosts:
             )
             dtype = _dtype_name(next(_tensors(out)))
             seconds = max(seconds, streaming_seconds(self.chip, self.lnc, engine, elements, dtype))
+            if self.sequence_shards > 1 and elements == self.stream_elements:
+                seconds /= self.sequence_shards  # the residual stream, split over TP ranks
         return seconds, 0
 
-    def traffic(self, args, out) -> float:
-        moved = sum(_nbytes(t) for t in _tensors(args)) + sum(_nbytes(t) for t in _tensors(out))
+    def traffic(self, args, out, fused: bool = False) -> float:
+        """HBM bytes read and written; ``fused``: inputs an element-wise op made within the
+        last ``FUSION_WINDOW`` ops are still on chip (the compiler fuses such chains)."""
+        made = {t.untyped_storage()._cdata for t in self.onchip} if fused else set()
+        reads = [t for t in _tensors(args) if t.untyped_storage()._cdata not in made]
+        moved = sum(_nbytes(t) for t in reads) + sum(_nbytes(t) for t in _tensors(out))
         return moved / self.hbm
 
     def attention(self, func, name, args, kwargs) -> tuple[float, int]:
