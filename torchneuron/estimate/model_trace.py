@@ -340,7 +340,9 @@ class _Recorder:
                 recorder.current = f"block{i}"
                 first = args[0] if args else next(iter(kwargs.values()), None)
                 if isinstance(first, torch.Tensor):
-                    recorder.pieces[f"block{i}"].input_bytes = _nbytes(first)
+                    recorder.pieces[f"block{i}"].input_bytes = recorder._sharded(
+                        first, _nbytes(first)
+                    )
                     recorder.hidden = first.shape[-1]
 
             return hook
@@ -386,6 +388,14 @@ class _Recorder:
         for handle in self.handles:
             handle.remove()
 
+    def _sharded(self, tensor, nbytes: int) -> int:
+        """Bytes one rank holds: a residual-stream tensor is split over the TP ranks under
+        sequence parallelism."""
+        costing = self.costing
+        if costing.sequence_shards > 1 and tensor.numel() == costing.stream_elements:
+            return nbytes // costing.sequence_shards
+        return nbytes
+
     def backward_begins(self) -> None:
         self.backward = True
 
@@ -394,7 +404,7 @@ class _Recorder:
         key = storage._cdata
         if not self.backward and key not in self.params and key not in self.saved:
             self.saved.add(key)
-            self.pieces[self.current].saved_bytes += storage.nbytes()
+            self.pieces[self.current].saved_bytes += self._sharded(tensor, storage.nbytes())
         return tensor
 
     def record(self, func, args, kwargs, out) -> None:
