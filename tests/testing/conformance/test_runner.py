@@ -91,7 +91,7 @@ def test_pool_survives_a_segfault_and_a_hang_and_keeps_order():
         Task("selftest.hang", "compile", "float32"),
         Task("selftest.pass", "eager", "float32"),
     ]
-    outcomes = WorkerPool(workers=2, timeout=15).run(tasks)
+    outcomes = WorkerPool(workers=2, timeout=6).run(tasks)
     assert [o.status for o in outcomes] == ["pass", "crash", "timeout", "pass"]
     assert [o.mode for o in outcomes] == ["compile", "compile", "compile", "eager"]
     assert "SIGSEGV" in outcomes[1].reason

@@ -73,7 +73,7 @@ def test_pool_survives_a_segfaulting_worker_and_goes_on():
 
 
 def test_pool_reports_a_hanging_case_as_crash():
-    (result,) = FuzzPool(workers=1, case_timeout=8).run([_task("selftest.hang", 1)])
+    (result,) = FuzzPool(workers=1, case_timeout=4).run([_task("selftest.hang", 1)])
     assert result.crash.startswith("hang")
     assert result.failures[0].status == "crash"
 

@@ -97,7 +97,7 @@ class WorkerPool:
         self,
         workers: int = 2,
         timeout: float = 120.0,
-        max_tasks: int = 250,
+        max_tasks: int = 500,
         startup_timeout: float = 180.0,
     ):
         self.workers = max(1, workers)
