@@ -482,7 +482,9 @@ def main(out_dir: str, ckpt: str, only: list[str]) -> None:
 
     dist.init_process_group(timeout=datetime.timedelta(seconds=90))
     rank, world = dist.get_rank(), dist.get_world_size()
-    checks = dict(CHECKS)
+    from tests.distributed import pipeline_checks
+
+    checks = {**CHECKS, **pipeline_checks.CHECKS}
     checks["dcp_save_4_load_2"] = lambda r, w: check_dcp_save_4_load_2(r, w, ckpt)
     checks["dcp_load_into_tensor_parallel"] = lambda r, w: check_dcp_load_into_tensor_parallel(
         r, w, ckpt

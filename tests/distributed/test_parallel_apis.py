@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from tests.distributed import parallel_worker as worker
+from tests.distributed import pipeline_checks as pipes
 from tests.distributed.torchrun import torchrun
 from torchneuron import settings
 
@@ -29,7 +30,14 @@ WORLD_SIZES = (4, 2)  # 4 saves the checkpoint that 2 loads
 # sequence parallelism and the divide factor take the same code paths at any world
 # size that divides the shapes, and each rank process costs seconds of start-up.
 CHECKS_AT = {
-    4: ("fsdp2_gpt_bf16", "fsdp_tp_2d", "dcp_save_4_load_2"),
+    4: (
+        "fsdp2_gpt_bf16",
+        "fsdp_tp_2d",
+        "pipeline_1f1b",
+        "pipeline_interleaved",
+        "context_parallel",
+        "dcp_save_4_load_2",
+    ),
     2: (
         "tp_mlp",
         "tp_attention",
@@ -328,3 +336,61 @@ def test_fsdp2_divide_factor_needing_premul_sum_fails_with_a_clear_error(results
     for rank in range(world):
         raised = _value(results, world, "fsdp2_divide_factor_premul_sum_refused", rank)["raised"]
         assert raised is not None and "PREMUL_SUM" in raised and "SUM" in raised
+
+
+# -- pipeline and context parallelism ----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pipeline_reference():
+    """PipeLM trained in one process on the whole batch (the mean of the micro-batches'
+    mean losses is the batch's mean loss, and so are the gradients)."""
+    model = worker.build(pipes.PipeLM).to(DEVICE)
+    optimizer = torch.optim.SGD(model.parameters(), lr=worker.LR)
+    tokens, targets = (t.to(DEVICE) for t in pipes.pipe_batch())
+    losses = []
+    for _ in range(worker.STEPS):
+        optimizer.zero_grad()
+        loss = pipes.pipe_loss(model(tokens), targets)
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss.detach()))
+    return losses, dict(model.named_parameters())
+
+
+@pytest.mark.parametrize("check", ["pipeline_1f1b", "pipeline_interleaved"])
+def test_pipeline_training_equals_single_process(results, pipeline_reference, check):
+    world = FSDP_WORLD
+    losses, params = pipeline_reference
+    last = _value(results, world, check, world - 1)  # the last stage sees the losses
+    assert last["losses"] == pytest.approx(losses, rel=1e-5)
+    assert losses[-1] < losses[0]
+    seen = set()
+    for rank in range(world):
+        value = _value(results, world, check, rank)
+        assert set(value["devices"].values()) == {"neuron"}
+        for name, actual in value["params"].items():
+            _close(actual, params[name], rtol=1e-4, atol=1e-5, what=f"{check} rank {rank} {name}")
+        seen |= set(value["params"])
+    assert seen == set(params)  # the stages hold every parameter once
+
+
+def test_context_parallel_training_equals_single_process(results):
+    world = FSDP_WORLD
+    model = worker.build(pipes.ContextLM).to(DEVICE)
+    optimizer = torch.optim.SGD(model.parameters(), lr=worker.LR)
+    tokens, targets = (t.to(DEVICE) for t in pipes.cp_batch())
+    positions = torch.arange(pipes.CP_SEQ, device=DEVICE)
+    losses = []
+    for _ in range(worker.STEPS):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(tokens, positions).reshape(-1, worker.VOCAB), targets.view(-1))
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss.detach()))
+    for rank in range(world):
+        value = _value(results, world, "context_parallel", rank)
+        assert value["losses"] == pytest.approx(losses, rel=1e-5), f"rank {rank}"
+        for name, p in model.named_parameters():
+            _close(value["params"][name], p, rtol=1e-4, atol=1e-5, what=f"rank {rank} {name}")
+    assert losses[-1] < losses[0]
