@@ -30,6 +30,15 @@ _LAZY = {
 }
 
 
+def report():
+    """What this process compiled for the neuron device, what Dynamo recompiled and why,
+    and what ran on the CPU and why (graphs and eager ops): a ``Report``; print it."""
+    from torchneuron.compiler import observe
+    from torchneuron.device.fallback import fallback_reasons
+
+    return observe.report(fallback_reasons())
+
+
 def __getattr__(name: str):
     found = _LAZY.get(name)
     if found is None:

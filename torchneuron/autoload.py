@@ -40,6 +40,7 @@ def autoload() -> None:
     from torchneuron.device.registration import is_registered
 
     register_compile_backend()
+    _register_log()
     autoload_device()
     if not is_registered():
         return
@@ -54,6 +55,21 @@ def autoload() -> None:
             f"torchneuron: the 'neuron' process-group backend could not be registered "
             f"({type(error).__name__}: {error}); torch.distributed cannot use it in this "
             "process.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+
+
+def _register_log() -> None:
+    """``TORCH_LOGS="+neuron"`` reaches the ``torchneuron`` logger (compiler/observe.py)."""
+    try:
+        from torchneuron.compiler.observe import register_log
+
+        register_log()
+    except Exception as error:  # never break `import torch`
+        warnings.warn(
+            f"torchneuron: TORCH_LOGS cannot name 'neuron' in this process "
+            f"({type(error).__name__}: {error})",
             RuntimeWarning,
             stacklevel=2,
         )

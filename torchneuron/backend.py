@@ -33,7 +33,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from torchneuron import collective_graphs, settings
 from torchneuron.check import check_requested, checked_graph
-from torchneuron.compiler import bounded, buckets
+from torchneuron.compiler import bounded, buckets, observe
 from torchneuron.compiler.dynamic_functions import (
     ShapeSpecializingFunction,
     compile_symbolic,
@@ -105,6 +105,8 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], opti
         compiled = _compile_dynamo_graph(gm, example_inputs, opts, graph_id)
         if key is not None:
             _COMPILED_FRAMES.put(key, compiled)
+    else:
+        observe.graph_compiled(f"graph{graph_id}", "reused", 0.0, cache="hit (memory)")
     if opts.check is not None:  # the same graph, checked at every call against the CPU
         return checked_graph(gm, compiled, f"graph{graph_id}", opts.check)
     return compiled
@@ -379,12 +381,17 @@ ROUTES: tuple[Route, ...] = (
 def compile_or_fallback(job: GraphJob):
     """The boxed callable of ``job``'s graph: compiled by its route, or on the CPU."""
     started = time.perf_counter()
-    function = _compile_by_route(job)
-    heap.after_compile(time.perf_counter() - started)
+    observe.begin_graph()
+    function, route = _compile_by_route(job)
+    seconds = time.perf_counter() - started
+    heap.after_compile(seconds)
+    if route is not None:
+        observe.graph_compiled(job.name, route, seconds)
     return function
 
 
 def _compile_by_route(job: GraphJob):
+    """(the boxed callable, the route's name; None where the graph runs on the CPU)."""
     for route in ROUTES:
         if not route.applies(job):
             continue
@@ -393,15 +400,16 @@ def _compile_by_route(job: GraphJob):
         except LoweringError as exc:
             if not route.falls_back:
                 raise
-            return _graph_on_cpu(job.gm, job.name, exc)
+            return _graph_on_cpu(job.gm, job.name, exc), None
         if function is not None:
-            return make_boxed_func(function)
+            return make_boxed_func(function), route.name
     raise TorchNeuronError(f"no route compiles graph {job.name}")  # static takes every one
 
 
 def _graph_on_cpu(gm: torch.fx.GraphModule, name: str, exc: LoweringError):
     if fallback_disabled():
         raise exc
+    observe.graph_fell_back(name, str(exc).split("\n", 1)[0][:300])
     warnings.warn(
         CpuFallbackWarning(
             f"torchneuron: graph {name} runs on the CPU, not on the NeuronCore, because it "

@@ -34,7 +34,7 @@ from torchneuron import lowering
 from torchneuron.lowering.rules.random import seed_random_ops
 from torchneuron.lru import LRU
 
-from . import graph_cache, program, stages, tensors
+from . import graph_cache, observe, program, stages, tensors
 from .compilation import (
     TARGETS,
     Compilation,
@@ -107,18 +107,21 @@ def compile_graph(
     key = None
     if cacheable:
         key = _cache_key(gm, request, weights)
-        hit = _MEMORY_CACHE.get(key)
+        hit, where = _MEMORY_CACHE.get(key), "memory"
         if hit is None and stop_after == "neff":
-            hit = graph_cache.load(key, name, target)  # compiled by an earlier process
+            hit, where = graph_cache.load(key, name, target), "disk"  # an earlier process's
             if hit is not None:
                 _MEMORY_CACHE.put(key, hit)
         if hit is not None:
+            observe.program_compiled(f"hit ({where})", {})
             return replace(hit, cache_hit=True)
 
     compilation = Compilation(request, weights or {})
     compilation.gm = gm
     compilation.takes_random_key = bool(seeded and seeded.takes_key)
     result = compilation.run("fx")
+    observe.program_compiled("miss" if cacheable else "", result.stage_seconds)
+    observe.trace_artifacts(result)
     if key is not None:
         _MEMORY_CACHE.put(key, result)
         if stop_after == "neff":
