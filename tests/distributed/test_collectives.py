@@ -239,17 +239,6 @@ def test_one_visible_core_per_rank_binds_device_zero_to_it(tmp_path):
     assert done.stdout.count("RAN 0 2.0") == 2
 
 
-def test_the_ddp_example_trains_under_torchrun_without_naming_a_backend():
-    example = Path(__file__).resolve().parents[2] / "examples" / "train_ddp.py"
-    done = torchrun(example, nproc=2, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    losses = [
-        float(line.split()[3]) for line in done.stdout.splitlines() if line.startswith("step")
-    ]
-    assert len(losses) == 3 and losses[0] > losses[1] > losses[2]
-    assert "collectives, estimated" in done.stdout
-
-
 EXIT_IN_FLIGHT_SCRIPT = """
 import torch, torch.distributed as dist
 dist.init_process_group("neuron")
