@@ -284,7 +284,7 @@ def main(argv=None) -> None:
     rows = args.batch // dp
     dp_rank = mesh["dp"].get_local_rank()
     data = batches(config, args.batch, args.seq, args.steps)
-    if rank == 0:
+    if rank == 0 and args.plan_config:  # --plan-config "": no estimate
         print(plan_line(args, dp, args.tp), flush=True)
     losses = {}
     for step in range(start, args.steps):
