@@ -167,6 +167,11 @@ def test_fp8_linear_layers_run_at_the_fp8_rate(tmp_path):
     fp8 = plan_model(source, Layout(), batch=1, seq=512, precision="fp8")
     assert fp8.forward_s < bf16.forward_s
     assert fp8.matmul_flops == bf16.matmul_flops
+    with pytest.raises(PlanError, match="no MX matmul rate"):
+        plan_model(source, Layout(), batch=1, seq=512, precision="mx")
+    trn3 = Layout(target="trn3")
+    mx = plan_model(source, trn3, batch=1, seq=512, precision="mx")
+    assert mx.forward_s < plan_model(source, trn3, batch=1, seq=512).forward_s
 
 
 def test_a_factory_and_an_exported_program_plan_too(tmp_path):

@@ -91,6 +91,11 @@ def plan_model(
     _check(layout, batch, seq, microbatch)
     placement = placement_of(layout)
     chip, lnc = placement.chip_spec, placement.lnc
+    if precision == "mx" and "mxfp8" not in chip.tensor_engine.tflops_per_core:
+        raise PlanError(
+            f"--precision mx: {chip.marketing_name} lists no MX matmul rate (Trainium3 "
+            "does); use --precision fp8"
+        )
     per_instance = placement.cores_per_instance
     needed = math.ceil(layout.world_size / per_instance)
     instances = layout.instances if layout.instances is not None else needed
