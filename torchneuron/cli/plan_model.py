@@ -29,6 +29,8 @@ def plan_model_command(args, layout, render) -> int:
     source = parse_source(args.model_source)
     description = describe_source(source)
     seq = args.seq
+    if seq is None and source.kind == "pt2":
+        seq = 1  # a program runs at the shapes it was exported with
     if seq is None:
         seq = (source.config or {}).get("max_position_embeddings")
         if not isinstance(seq, int):
