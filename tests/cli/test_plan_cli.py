@@ -80,3 +80,59 @@ def test_plan_refuses_a_model_it_cannot_plan(neuronc):
     result = neuronc.run("plan", "mlp", check=False)
     assert result.returncode == 2
     assert "GPT-style language models, the zoo's gpt" in result.stderr
+
+
+TINY_CONFIG = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "vocab_size": 256,
+    "max_position_embeddings": 128,
+}
+
+
+def test_plan_of_a_configuration_searches_the_layouts_that_fit(neuronc, tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(TINY_CONFIG))
+    result = neuronc.run(
+        "plan", "--model", f"hf:{config}", "--instance", "trn2", "--batch", "64", "--search",
+        "--json",
+    )  # fmt: skip
+    found = json.loads(result.stdout)
+    assert found["world_size"] == 64 and found["plans"]
+    steps = [plan["step_s"] for plan in found["plans"]]
+    assert steps == sorted(steps)  # fastest first
+    assert all(plan["memory"]["fits"] for plan in found["plans"])
+    layouts = {(p["layout"]["tp"], p["layout"]["pp"], p["layout"]["cp"]) for p in found["plans"]}
+    assert (1, 1, 1) in layouts and any(pp > 1 for _, pp, _ in layouts)
+
+
+@pytest.mark.parametrize(
+    "content, status, message",
+    [
+        ("{broken", 1, "not a JSON configuration"),
+        ('{"architectures": ["NoSuchModel"], "model_type": "llama"}', 1, "not a model class"),
+    ],
+)
+def test_plan_of_a_hostile_configuration_is_one_line(neuronc, tmp_path, content, status, message):
+    config = tmp_path / "config.json"
+    config.write_text(content)
+    result = neuronc.run("plan", "--model", f"hf:{config}", "--seq", "8", check=False)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == status
+    assert len(lines) == 1 and lines[0].startswith("neuronc: error: ") and message in lines[0]
+    assert str(config) in lines[0]
+
+
+def test_plan_of_a_model_that_does_not_fit_exits_with_one(neuronc, tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({**TINY_CONFIG, "hidden_size": 8192, "intermediate_size": 28672}))
+    result = neuronc.run(
+        "plan", "--model", f"hf:{config}", "--seq", "128", "--batch", "1", check=False
+    )
+    assert result.returncode == 1
+    assert "DOES NOT FIT" in result.stdout and "checkpoint activations (--ac)" in result.stdout
