@@ -28,6 +28,7 @@ from types import ModuleType
 
 DYNAMO_REGISTRY = "torch._dynamo.backends.registry"
 BACKEND_NAME = "neuron"
+LOG_NAME = "neuron"  # TORCH_LOGS="+neuron"
 
 _backend_lock = threading.Lock()
 _hook: _AfterImport | None = None  # waiting for Dynamo's registry to be imported
@@ -61,11 +62,19 @@ def autoload() -> None:
 
 
 def _register_log() -> None:
-    """``TORCH_LOGS="+neuron"`` reaches the ``torchneuron`` logger (compiler/observe.py)."""
-    try:
-        from torchneuron.compiler.observe import register_log
+    """``TORCH_LOGS="+neuron"`` reaches the ``torchneuron`` logger (the compiler's
+    ``compiler/observe.py`` writes to it). torch parses ``TORCH_LOGS`` after the autoload;
+    when torch was imported first, it is parsed again here. Nothing of ours is imported."""
+    import os
 
-        register_log()
+    try:
+        from torch._logging import _internal
+
+        if LOG_NAME in _internal.log_registry.log_alias_to_log_qnames:
+            return
+        _internal.register_log(LOG_NAME, "torchneuron")
+        if LOG_NAME in os.environ.get("TORCH_LOGS", ""):
+            _internal._init_logs()
     except Exception as error:  # never break `import torch`
         warnings.warn(
             f"torchneuron: TORCH_LOGS cannot name 'neuron' in this process "

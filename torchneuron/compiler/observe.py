@@ -1,7 +1,7 @@
 """What the compiler did, where PyTorch users look: ``TORCH_LOGS``, ``TORCH_TRACE``, one report.
 
 - ``TORCH_LOGS="+neuron"`` (or ``"neuron"`` for INFO): the ``torchneuron`` logger, a log
-  registered with PyTorch's logging (``register_log``), prints each graph's compile:
+  registered with PyTorch's logging (``autoload._register_log``), prints each graph's compile:
   its route, the seconds of every stage, cache hits and misses, and each CPU fallback.
 - ``TORCH_TRACE=/dir``: each compiled graph adds artifacts to Dynamo's structured trace
   (so ``tlparse`` shows them beside Dynamo's for the same frame): the StableHLO before
@@ -18,32 +18,15 @@ from __future__ import annotations
 import collections
 import json
 import logging
-import os
 import threading
 from dataclasses import dataclass, field
 
 LOG = logging.getLogger("torchneuron")
-LOG_NAME = "neuron"
 EVENTS_KEPT = 10_000  # a long-running process keeps the latest
 
 _lock = threading.Lock()
 _compiles: collections.deque = collections.deque(maxlen=EVENTS_KEPT)
 _graph_fallbacks: collections.deque = collections.deque(maxlen=EVENTS_KEPT)
-
-
-def register_log() -> None:
-    """Make ``TORCH_LOGS="+neuron"`` reach the ``torchneuron`` logger (called at autoload;
-    torch parses ``TORCH_LOGS`` after the autoload, or again here when torch was imported
-    first)."""
-    try:
-        from torch._logging import _internal
-    except ImportError:  # a torch without the registry: the logger still works by hand
-        return
-    if LOG_NAME in _internal.log_registry.log_alias_to_log_qnames:
-        return
-    _internal.register_log(LOG_NAME, LOG.name)
-    if LOG_NAME in os.environ.get("TORCH_LOGS", ""):
-        _internal._init_logs()
 
 
 @dataclass
