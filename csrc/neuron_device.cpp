@@ -164,8 +164,21 @@ struct DeviceBlock {
   c10::DeviceIndex device;
 };
 
+// Bytes of device storages alive per device, for torch.profiler's memory events
+// (profile_memory=True): each allocation and free is reported with the running total.
+std::array<std::atomic<int64_t>, kMaxDevices> g_storage_bytes{};
+
+void report_memory(void* ptr, int64_t delta, c10::DeviceIndex device) {
+  const int64_t total = g_storage_bytes[device].fetch_add(delta) + delta;
+  if (c10::memoryProfilingEnabled()) {
+    c10::reportMemoryUsageToProfiler(ptr, delta, static_cast<size_t>(total),
+                                     static_cast<size_t>(total), c10::Device(kNeuron, device));
+  }
+}
+
 void release_block(void* ctx) {
   auto* block = static_cast<DeviceBlock*>(ctx);
+  report_memory(block->ptr, -static_cast<int64_t>(block->nbytes), block->device);
   std::free(block->ptr);
   PythonSection section;
   if (block->handle != nullptr && section.usable()) {
@@ -267,6 +280,7 @@ struct NeuronAllocator final : public c10::Allocator {
           " is exhausted (asked for ", nbytes, " bytes)");
     }
     auto* block = new DeviceBlock{ptr, handle, nbytes, device};
+    report_memory(ptr, static_cast<int64_t>(nbytes), device);
     return c10::DataPtr(ptr, block, &release_block, where);
   }
 
@@ -913,8 +927,13 @@ bool g_hooks_registered = false;
 // Python surface (torchneuron.device._C)
 // ---------------------------------------------------------------------------
 
+namespace torchneuron {
+void init_profiler(pybind11::module_& m);  // neuron_profiler.cpp: torch.profiler events
+}  // namespace torchneuron
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   using namespace torchneuron;
+  init_profiler(m);
   m.doc() = "Native layer of the neuron device: allocator, device guard, generators.";
   g_oom_type = pybind11::object(pybind11::module_::import("torch").attr("OutOfMemoryError")).release().ptr();
 

@@ -87,7 +87,10 @@ class NeuronGraphFunction:
         return _current_neuron_device()
 
     def _program_on(self, core: int):
+        from torchneuron.device.profiler_events import ensure_hook
         from torchneuron.runtime import load_neff
+
+        ensure_hook()
 
         program = self.programs.get(core)
         if program is None:

@@ -45,7 +45,10 @@ class ResidentProgram:
                 program = self.loaded.get(core)
                 if program is None:
                     from torchneuron.compiler import eager
+                    from torchneuron.device.profiler_events import ensure_hook
                     from torchneuron.runtime import load_neff
+
+                    ensure_hook()
 
                     start = time.perf_counter()
                     program = load_neff(self.compiled.neff, core=core)

@@ -248,11 +248,14 @@ class _DeviceQueue:
             item = get()
             if item is None:
                 return
+            if _correlations:
+                _local.correlation = _correlations.pop(id(item), -1)
             try:
                 item.run()
             except BaseException as error:  # kept for the next synchronization
                 if self.error is None:
                     self.error = _deferred(error, item.name, self.device)
+            _local.correlation = -1
             item = None  # the item's tensors are freed here, in queue order
             self.completed += 1
             if self._waiting:
@@ -307,8 +310,22 @@ def submit(item: Any) -> None:
     fuser = _fuser
     with _submit_lock:
         items = [item] if fuser is None else fuser.offer(item)
+        if items and _C.profiler_recording():  # torch.profiler: the launching CPU op
+            correlation = _C.profiler_correlation()
+            for queued in items:
+                _correlations[id(queued)] = correlation
         _queue_items(items)
     _release_tensors(items)
+
+
+# id(queued item) -> the correlation id of the CPU op that queued it, while a
+# torch.profiler session records (profiler_events.py); taken by the execution thread.
+_correlations: dict[int, int] = {}
+
+
+def launch_correlation() -> int:
+    """The correlation id of the launch this execution thread is running (-1: none)."""
+    return getattr(_local, "correlation", -1)
 
 
 def enqueue(item: Any) -> int:

@@ -259,8 +259,13 @@ def _run(key: int, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
         return bound
 
     from torchneuron import profiler
+    from torchneuron.device import _C
+    from torchneuron.device.profiler_events import ensure_hook
 
-    profiling = profiler.is_recording()
+    # torchneuron.profiler, or a torch.profiler session with PrivateUse1 events
+    profiling = profiler.is_recording() or _C.profiler_recording()
+    if profiling:
+        ensure_hook()
     start = time.perf_counter()
     target = spec_.kernel.device_target()
     run = spec_.kernel.run(args, kwargs, execute=True, estimate=False, bind=bind, target=target)

@@ -166,17 +166,48 @@ def record_collective(
 ) -> None:
     """Record one collective in every active profile: ``ranks`` the group's global ranks,
     ``rank`` this process's, ``host_start`` from ``time.perf_counter()``. Costs one list
-    test when no profile is active."""
-    if not _ACTIVE:
+    test when no profile is active (and one native call for torch.profiler)."""
+    torch_profiler = _torch_profiler_recording()
+    if not _ACTIVE and not torch_profiler:
         return
     from torchneuron.estimate.collectives import estimate_collective
 
     ranks = tuple(ranks)
     estimate = estimate_collective(kind, nbytes, ranks, _placement())
+    if torch_profiler:
+        _to_torch_profiler(kind, nbytes, ranks, host_start, estimate)
     for prof in list(_ACTIVE):
         prof._record_collective(
             kind, nbytes, ranks, rank, host_start, host_seconds, group_name, estimate
         )
+
+
+def _torch_profiler_recording() -> bool:
+    try:
+        from torchneuron.device import _C
+    except ImportError:
+        return False
+    return _C.profiler_recording()
+
+
+def _to_torch_profiler(kind, nbytes, ranks, host_start, estimate) -> None:
+    """The collective as a torch.profiler device event, as device/profiler_events.py
+    hands executions, lasting its estimated time on the real interconnect."""
+    import json
+
+    import torch
+
+    from torchneuron.device import _C
+
+    facts = {"bytes": nbytes, "ranks": list(ranks), "algorithm": estimate.algorithm}
+    _C.profiler_record(
+        f"collective:{kind}",
+        time.perf_counter() - host_start,
+        estimate.seconds,
+        int(_C.profiler_correlation()),
+        int(torch.neuron.current_device()),
+        json.dumps(facts)[1:-1],
+    )
 
 
 def _placement():
