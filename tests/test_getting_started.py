@@ -50,6 +50,7 @@ def test_every_block_of_the_getting_started_page_runs(tmp_path):
     assert "graph(s) compiled for the neuron device" in out
     assert "True" in out.splitlines()  # the NKI kernel equals a + b
     assert (tmp_path / "trace.json").stat().st_size > 0
+    assert "Self NEURON" in out  # torch.profiler's device columns
     commands = [
         line.strip()
         for kind, code in blocks
