@@ -66,20 +66,12 @@ def test_torch_logs_and_torch_trace_show_our_stages(tmp_path):
 
 def test_report_lists_a_recompile_and_a_fallback_with_reasons(fresh_dynamo, monkeypatch):
     monkeypatch.delenv("TORCHNEURON_NO_FALLBACK", raising=False)
-    monkeypatch.setattr(torch._dynamo.config, "automatic_dynamic_shapes", False)
     observe.clear()
-
-    def scaled(x):
-        return torch.cos(x) + 1
-
-    f = torch.compile(scaled, backend="neuron")
-    f(torch.randn(3))
-    f(torch.randn(6))  # a new size, not dynamic: Dynamo recompiles
-    g = torch.compile(lambda x: torch.linalg.eigvals(x).real, backend="neuron")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        g(torch.randn(3, 3))  # no lowering: the graph runs on the CPU
+    # Dynamo's own switch (monkeypatch would delete the config entry when it undoes)
+    with torch._dynamo.config.patch(automatic_dynamic_shapes=False):
+        _recompile_and_fall_back()
     report = torchneuron.report()
+
     assert [c.route for c in report.compiles] == ["static", "static"]
     assert any(
         fn == "scaled" and "size mismatch at index 0. expected 3, actual 6" in reason
@@ -89,3 +81,17 @@ def test_report_lists_a_recompile_and_a_fallback_with_reasons(fresh_dynamo, monk
     assert "linalg_eig" in fallback[2]
     text = str(report)
     assert "recompile(s)" in text and "CPU fallback(s)" in text and "linalg_eig" in text
+
+
+def scaled(x):
+    return torch.cos(x) + 1
+
+
+def _recompile_and_fall_back() -> None:
+    f = torch.compile(scaled, backend="neuron")
+    f(torch.randn(3))
+    f(torch.randn(6))  # a new size, not dynamic: Dynamo recompiles
+    g = torch.compile(lambda x: torch.linalg.eigvals(x).real, backend="neuron")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g(torch.randn(3, 3))  # no lowering: the graph runs on the CPU
