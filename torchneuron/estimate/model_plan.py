@@ -242,7 +242,6 @@ class _Step:
             for block in self.blocks:
                 self.backward[block] += self.forward[block]
         self.compute_forward, self.compute_backward = dict(self.forward), dict(self.backward)
-        self.vocab_shard = 0
 
     # what parallel_plan's timeline reads
     def local_parameters(self, pieces=None):
