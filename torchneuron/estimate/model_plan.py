@@ -41,12 +41,13 @@ from torchneuron.estimate.parallel_plan import (
     _timeline,
     _tp_seconds,
     _unit_elements,
+    instances_for,
+    optimizer_seconds,
     placement_of,
 )
 from torchneuron.estimate.plan_types import (
     FP32_BYTES,
     OPTIMIZER_STATE_BYTES,
-    OPTIMIZER_TRAFFIC_BYTES,
     OPTIMIZERS,
     Layout,
     ModelDescription,
@@ -97,13 +98,7 @@ def plan_model(
             "does); use --precision fp8"
         )
     per_instance = placement.cores_per_instance
-    needed = math.ceil(layout.world_size / per_instance)
-    instances = layout.instances if layout.instances is not None else needed
-    if layout.world_size > instances * per_instance:
-        raise PlanError(
-            f"{layout.world_size} ranks do not fit on {instances} {placement.instance} "
-            f"instance(s) of {per_instance} logical cores; use --nodes {needed} or fewer ranks"
-        )
+    instances = instances_for(layout, placement)
     data_ranks = layout.dp * layout.fsdp
     per_rank = batch // data_ranks
     micro = microbatch
@@ -249,9 +244,8 @@ class _Step:
         return rows if pieces is None else [r for r in rows if r[2] in pieces]
 
     def optimizer_seconds(self, optimizer: str, pieces=None) -> float:
-        fsdp = self.layout.fsdp
-        shard = sum(math.ceil(n / fsdp) for _, n, _ in self.local_parameters(pieces))
-        return shard * OPTIMIZER_TRAFFIC_BYTES[optimizer] / self.hbm
+        params = self.local_parameters(pieces)
+        return optimizer_seconds(params, self.layout.fsdp, optimizer, self.hbm)
 
     def _exposed(self, piece: str, backward: bool) -> float:
         """CP and EP collectives of one piece: they sit between dependent ops."""

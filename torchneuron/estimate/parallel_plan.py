@@ -62,6 +62,8 @@ __all__ = [
     "TrainingPlan",
     "TransformerShape",
     "check_layout",
+    "instances_for",
+    "optimizer_seconds",
     "placement_of",
     "plan_training",
     "rank_parameters",
@@ -133,6 +135,31 @@ def placement_of(layout: Layout):
     return Placement(target=layout.target, lnc=layout.lnc, instance=layout.instance)
 
 
+def instances_for(layout: Layout, placement) -> int:
+    """Instances the job runs on (``layout.instances``, else as few as its ranks need);
+    ``PlanError`` naming the fix when they cannot hold the ranks."""
+    per_instance = placement.cores_per_instance
+    needed = math.ceil(layout.world_size / per_instance)
+    instances = layout.instances if layout.instances is not None else needed
+    if instances < 1:
+        raise PlanError(f"--instances {instances}: one or more")
+    if layout.world_size > instances * per_instance:
+        raise PlanError(
+            f"{layout.world_size} ranks do not fit on {instances} {placement.instance} "
+            f"instance(s) of {placement.instance_spec.chips} chips x "
+            f"{placement.cores_per_chip} logical cores (LNC={placement.lnc}) = {per_instance} "
+            f"ranks each; use --instances {needed} or fewer ranks"
+        )
+    return instances
+
+
+def optimizer_seconds(params, fsdp: int, optimizer: str, hbm_bytes_per_s: float) -> float:
+    """The optimizer update of a rank's FSDP shard of ``params`` ((name, elements, piece)
+    rows) as HBM traffic."""
+    shard = sum(math.ceil(n / fsdp) for _, n, _ in params)
+    return shard * OPTIMIZER_TRAFFIC_BYTES[optimizer] / hbm_bytes_per_s
+
+
 def plan_training(
     shape: TransformerShape,
     layout: Layout,
@@ -158,17 +185,7 @@ def plan_training(
     placement = placement_of(layout)
     chip, lnc = placement.chip_spec, placement.lnc
     per_instance = placement.cores_per_instance
-    needed = math.ceil(layout.world_size / per_instance)
-    instances = layout.instances if layout.instances is not None else needed
-    if instances < 1:
-        raise PlanError(f"--instances {instances}: one or more")
-    if layout.world_size > instances * per_instance:
-        raise PlanError(
-            f"{layout.world_size} ranks do not fit on {instances} {placement.instance} "
-            f"instance(s) of {placement.instance_spec.chips} chips x "
-            f"{placement.cores_per_chip} logical cores (LNC={lnc}) = {per_instance} ranks "
-            f"each; use --instances {needed} or fewer ranks"
-        )
+    instances = instances_for(layout, placement)
     costs = _StepCosts(chip, lnc, shape, layout, batch // (layout.dp * layout.fsdp), seq, precision)
     plan_parts = _Collectives(layout, placement)
     step_s = _timeline(costs, plan_parts, shape, layout, precision, optimizer)
@@ -254,9 +271,7 @@ class _StepCosts:
         return rank_parameters(self.shape, self.layout.tp)
 
     def optimizer_seconds(self, optimizer: str) -> float:
-        fsdp = self.layout.fsdp
-        shard = sum(math.ceil(n / fsdp) for _, n, _ in self.local_parameters())
-        return shard * OPTIMIZER_TRAFFIC_BYTES[optimizer] / self.hbm
+        return optimizer_seconds(self.local_parameters(), self.layout.fsdp, optimizer, self.hbm)
 
 
 class _Collectives:
