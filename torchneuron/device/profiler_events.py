@@ -25,6 +25,9 @@ import json
 import threading
 import time
 
+from torchneuron.device import _C, streams
+from torchneuron.estimate.scheduler import busiest_engine
+
 _installed = False
 _lock = threading.Lock()
 
@@ -43,8 +46,6 @@ def ensure_hook() -> None:
 
 
 def _on_execute(loaded, host_start: float, host_seconds: float) -> None:
-    from torchneuron.device import _C, streams
-
     if not _C.profiler_recording():
         return
     correlation = streams.launch_correlation()
@@ -56,7 +57,7 @@ def _on_execute(loaded, host_start: float, host_seconds: float) -> None:
     if schedule is not None:
         busy = schedule.engine_busy_seconds()
         facts.update(
-            engine=max(busy, key=busy.get) if any(busy.values()) else "-",
+            engine=busiest_engine(busy),
             engines_us={e: round(t * 1e6, 3) for e, t in busy.items() if t},
             hbm_bytes=int(schedule.hbm_bytes),
             flops=int(schedule.flops),

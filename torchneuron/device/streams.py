@@ -248,14 +248,16 @@ class _DeviceQueue:
             item = get()
             if item is None:
                 return
-            if _correlations:
+            correlated = bool(_correlations)  # a torch.profiler session queued it
+            if correlated:
                 _local.correlation = _correlations.pop(id(item), -1)
             try:
                 item.run()
             except BaseException as error:  # kept for the next synchronization
                 if self.error is None:
                     self.error = _deferred(error, item.name, self.device)
-            _local.correlation = -1
+            if correlated:
+                _local.correlation = -1
             item = None  # the item's tensors are freed here, in queue order
             self.completed += 1
             if self._waiting:

@@ -41,6 +41,14 @@ from torchneuron.neff.schema import ESTIMATES
 from torchneuron.target.engines import COMPUTE_ENGINES, DMA_ENGINE, ENGINES
 
 
+def busiest_engine(busy: dict[str, float]) -> str:
+    """The engine that bounds a program, from its engines' busy seconds: the busiest
+    compute engine, or DMA when moving data takes longer than any computing."""
+    compute = {e: t for e, t in busy.items() if e != DMA_ENGINE}
+    engine = max(compute, key=lambda e: compute[e]) if any(compute.values()) else DMA_ENGINE
+    return DMA_ENGINE if busy.get(DMA_ENGINE, 0.0) > compute.get(engine, 0.0) else engine
+
+
 def _us(seconds: float) -> float:
     # Microseconds with picosecond resolution: enough for any kernel, and stable in JSON.
     return round(seconds * 1e6, 6)

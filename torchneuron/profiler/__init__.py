@@ -52,7 +52,6 @@ from typing import Any
 
 from torchneuron.profiler import trace
 from torchneuron.profiler.trace import merge_traces
-from torchneuron.target.engines import DMA_ENGINE
 
 __all__ = [
     "CollectiveEvent",
@@ -231,10 +230,9 @@ def _distributed_rank() -> int:
 
 
 def _busiest_engine(schedule) -> str:
-    busy = schedule.engine_busy_seconds()
-    compute = {e: s for e, s in busy.items() if e != DMA_ENGINE}
-    engine = max(compute, key=lambda e: compute[e]) if any(compute.values()) else DMA_ENGINE
-    return DMA_ENGINE if busy.get(DMA_ENGINE, 0.0) > compute.get(engine, 0.0) else engine
+    from torchneuron.estimate.scheduler import busiest_engine
+
+    return busiest_engine(schedule.engine_busy_seconds())
 
 
 class profile:
