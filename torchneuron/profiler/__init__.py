@@ -36,6 +36,12 @@ torchneuron.profiler merge a.json b.json -o all.json``) can put the traces of al
 one Perfetto file, aligned on the wall clock (each trace records ``time.time()`` at the
 profile's origin in its ``otherData``).
 
+A ``torch.profiler`` trace opens in this view too: ``open_torch_trace("trace.json")``
+(``torch_trace.py``) reads the neuron device events of a trace ``export_chrome_trace``
+wrote and gives the same ``table()`` and an ``export_chrome_trace()`` with per-core lanes
+and one lane per engine (each engine's busy total per execution: torch.profiler's events
+carry no kernel schedule); ``python -m torchneuron.profiler table trace.json`` prints it.
+
 The trace layout (pids per rank, lanes, event helpers) and ``merge_traces`` live in
 ``trace.py``, so the writer here and the merger share one layout; ``__main__.py`` is the
 command line.
@@ -51,13 +57,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from torchneuron.profiler import trace
+from torchneuron.profiler.torch_trace import (
+    COLLECTIVE_PREFIX,
+    PRODUCER,
+    TorchTrace,
+    TorchTraceError,
+    open_torch_trace,
+)
 from torchneuron.profiler.trace import merge_traces
 
 __all__ = [
     "CollectiveEvent",
     "ExecutionEvent",
     "ProfileRow",
+    "TorchTrace",
+    "TorchTraceError",
     "merge_traces",
+    "open_torch_trace",
     "profile",
     "record_collective",
 ]
@@ -200,7 +216,7 @@ def _to_torch_profiler(kind, nbytes, ranks, host_start, estimate) -> None:
 
     facts = {"bytes": nbytes, "ranks": list(ranks), "algorithm": estimate.algorithm}
     _C.profiler_record(
-        f"collective:{kind}",
+        f"{COLLECTIVE_PREFIX}{kind}",
         time.perf_counter() - host_start,
         estimate.seconds,
         int(_C.profiler_correlation()),
@@ -509,7 +525,7 @@ class profile:
             "traceEvents": events,
             "displayTimeUnit": "ns",
             "otherData": {
-                "producer": "torchneuron.profiler",
+                "producer": PRODUCER,
                 "device_time": "estimated by the torchneuron cost model",
                 "rank": self.rank,
                 "wall_clock_origin": self._wall_origin,
