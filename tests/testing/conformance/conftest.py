@@ -21,7 +21,6 @@ import pytest
 from torchneuron import settings
 from torchneuron.testing.conformance import expectations
 from torchneuron.testing.conformance.expectations import DEFAULT_PATH as DEFAULT_EXPECTATIONS
-from torchneuron.testing.conformance.opinfo import DEFAULT_SAMPLES
 from torchneuron.testing.conformance.sparse_samples import VARIANTS as SPARSE_VARIANTS
 
 GATING_DTYPE = "float32"
@@ -75,7 +74,7 @@ def conformance_outcomes():
     from torchneuron.testing.conformance.pool import Task, WorkerPool
 
     lines = [key for key in gating_expectations() if selected(key[2])]
-    tasks = [Task(entry, mode, dtype, DEFAULT_SAMPLES) for mode, dtype, entry in lines]
+    tasks = [Task(entry, mode, dtype) for mode, dtype, entry in lines]  # samples per mode
     workers = settings.env_count(settings.CONFORMANCE_WORKERS, min(2, os.cpu_count() or 1))
     outcomes = WorkerPool(workers=workers, timeout=180).run(tasks)
     return {(o.mode, o.dtype, o.entry): o for o in outcomes}

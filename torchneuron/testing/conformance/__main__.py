@@ -50,8 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--samples",
         type=int,
-        default=DEFAULT_SAMPLES,
-        help=f"samples per entry (default {DEFAULT_SAMPLES}, as the expectations)",
+        default=None,
+        help=f"samples per entry (default, as the expectations: {DEFAULT_SAMPLES}, and 1 in "
+        "eager mode on float32 and bfloat16)",
     )
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds per entry")

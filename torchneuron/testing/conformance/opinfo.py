@@ -63,9 +63,25 @@ ALL_DTYPES = (*DTYPES, *sparse_samples.VARIANTS)
 STATUSES = ("pass", "skip", "fallback", "error", "fail", "timeout", "crash")
 _RANK = {status: rank for rank, status in enumerate(STATUSES)}
 
-# Samples per entry in the gating run and the expectations file: the second sample
-# often exercises another branch (ceil_mode, a 0-d input, a broadcast) of the lowering.
+# Samples per entry in the gating run and the expectations file. In compile mode the
+# second sample often exercises another branch (ceil_mode, a 0-d input, a broadcast) of
+# the lowering. Eager mode on dense real values runs the first sample only: its ops go
+# through the same lowering rules as compile mode's (each op its own program), so the
+# second sample's branches are compile mode's to check, and what eager mode adds, the
+# device's dispatch (registration, output shapes, fallbacks), the first sample
+# exercises. A second eager float32 sample cost the gating run a fifth of its time
+# (~170 s of one core) and changed no line but three that it had skipped. Complex and
+# sparse values keep two in eager mode: their eager routes (real pairs, the sparse
+# kernels) are the device's own, and a second sample finds fallbacks there (sparse CSR
+# ``sum`` with a ``dim``). ``--samples N`` runs N everywhere.
 DEFAULT_SAMPLES = 2
+_ONE_SAMPLE = {("eager", "float32"), ("eager", "bfloat16")}
+
+
+def default_samples(mode: str, dtype: str) -> int:
+    """Samples per entry the expectations file was made with, in ``mode`` and ``dtype``."""
+    return 1 if (mode, dtype) in _ONE_SAMPLE else DEFAULT_SAMPLES
+
 
 # How many samples the CPU may reject before an entry is skipped.
 _SAMPLE_SEARCH_LIMIT = 12
@@ -136,8 +152,9 @@ def find_entry(name: str):
 # -- running an entry ----------------------------------------------------------------
 
 
-def run_entry(name: str, mode: str, dtype: str, samples: int = DEFAULT_SAMPLES) -> Outcome:
-    """Run up to ``samples`` samples of entry ``name`` in ``mode`` and ``dtype``.
+def run_entry(name: str, mode: str, dtype: str, samples: int | None = None) -> Outcome:
+    """Run up to ``samples`` samples (default: ``default_samples(mode, dtype)``) of entry
+    ``name`` in ``mode`` and ``dtype``.
 
     ``dtype`` is a dense dtype (``DTYPES``) or a sparse variant (``VARIANTS``:
     ``sparse_coo.float32``, ``sparse_csr.float32``), whose samples have that layout.
@@ -146,6 +163,8 @@ def run_entry(name: str, mode: str, dtype: str, samples: int = DEFAULT_SAMPLES) 
         raise ValueError(f"unknown mode {mode!r}; modes are {', '.join(MODES)}")
     if dtype not in ALL_DTYPES:
         raise ValueError(f"unknown dtype {dtype!r}; dtypes are {', '.join(ALL_DTYPES)}")
+    if samples is None:
+        samples = default_samples(mode, dtype)
     layout, value_dtype = sparse_samples.split_variant(dtype)
     start = time.perf_counter()
     outcome = _run_entry(name, mode, DTYPES[value_dtype], samples, layout)

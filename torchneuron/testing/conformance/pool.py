@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from torchneuron import settings
 
 from ..pool import BASE_ENVIRONMENT, NoAnswer, WorkerProcess, run_in_threads
-from .opinfo import DEFAULT_SAMPLES, Outcome
+from .opinfo import Outcome, default_samples
 
 # Environment of every worker: results must not depend on the caller's settings.
 WORKER_ENVIRONMENT = {
@@ -35,14 +35,16 @@ class Task:
     entry: str
     mode: str
     dtype: str
-    samples: int = DEFAULT_SAMPLES
+    samples: int | None = None  # None: default_samples(mode, dtype), as the expectations
 
     def to_json(self) -> dict:
         return {
             "entry": self.entry,
             "mode": self.mode,
             "dtype": self.dtype,
-            "samples": self.samples,
+            "samples": (
+                default_samples(self.mode, self.dtype) if self.samples is None else self.samples
+            ),
         }
 
 

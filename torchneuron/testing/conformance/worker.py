@@ -35,7 +35,7 @@ def main() -> int:
     import torchneuron  # noqa: F401 - registers the neuron device
     from torchneuron import backend  # noqa: F401 - the compiler and its imports
 
-    from .opinfo import DEFAULT_SAMPLES, op_database, run_entry
+    from .opinfo import op_database, run_entry
 
     op_database()
     results.write(json.dumps({"ready": True}) + "\n")
@@ -46,9 +46,7 @@ def main() -> int:
         if task["entry"].startswith("selftest."):
             outcome = _self_test(task)
         else:
-            outcome = run_entry(
-                task["entry"], task["mode"], task["dtype"], task.get("samples", DEFAULT_SAMPLES)
-            )
+            outcome = run_entry(task["entry"], task["mode"], task["dtype"], task.get("samples"))
         results.write(json.dumps(outcome.to_json()) + "\n")
     return 0
 
