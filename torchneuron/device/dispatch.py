@@ -128,6 +128,14 @@ _install_lock = threading.Lock()
 # The libraries holding the kernels (registrations last as long as they do); set
 # only once every kernel is registered.
 _libraries: list[torch.library.Library] = []
+# "aten::add.Tensor" for every op given a kernel of ours above the fallback.
+_kernel_ops: set[str] = set()
+
+
+def kernel_ops() -> frozenset[str]:
+    """The ops (``aten::add.Tensor``) that have a PrivateUse1 kernel of this module's
+    (which runs the op through ``run_op``), empty before ``install``."""
+    return frozenset(_kernel_ops) if _libraries else frozenset()
 
 
 def install() -> None:
@@ -142,6 +150,12 @@ def install() -> None:
         global_library = torch.library.Library("_", "IMPL")
         global_library.fallback(_boxed_fallback, "PrivateUse1")
         aten_library = torch.library.Library("aten", "IMPL")
+        names: set[str] = set()
+
+        def register(op, kernel) -> None:
+            aten_library.impl(op, kernel, "PrivateUse1")
+            names.add(op.name())  # "aten::add.Tensor", "aten::abs"
+
         for name in _direct_kernel_ops():
             base, _, overload = name.partition(".")
             packet = getattr(aten, base[len("aten::") :], None)
@@ -150,17 +164,18 @@ def install() -> None:
             op = getattr(packet, overload or "default", None)
             if op is None:
                 continue
-            aten_library.impl(op, _direct_kernel(op), "PrivateUse1")
+            register(op, _direct_kernel(op))
         # native_batch_norm updates the running statistics without saying so in its schema;
         # _native_batch_norm_legit is the same op with the mutation declared.
-        aten_library.impl(aten.native_batch_norm.default, _native_batch_norm_kernel, "PrivateUse1")
-        aten_library.impl(aten.record_stream.default, _record_stream_kernel, "PrivateUse1")
+        register(aten.native_batch_norm.default, _native_batch_norm_kernel)
+        register(aten.record_stream.default, _record_stream_kernel)
         # Their defaults raise for every backend but CPU/CUDA: compute them like any op.
         for op in (
             aten.convolution_overrideable.default,
             aten.convolution_backward_overrideable.default,
         ):
-            aten_library.impl(op, _convolution_kernel(op), "PrivateUse1")
+            register(op, _convolution_kernel(op))
+        _kernel_ops.update(names)
         _libraries.extend([global_library, aten_library])
 
 

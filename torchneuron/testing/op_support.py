@@ -132,12 +132,7 @@ class EagerKernels:
     def __init__(self):
         from torchneuron.device import dispatch
 
-        self.run_op: set[str] = set()  # direct kernels that call ``dispatch.run_op``
-        for library in dispatch._libraries:
-            for key in library._op_impls:  # "aten/add.Tensor/PrivateUse1"
-                namespace, name, dispatch_key = key.split("/")
-                if dispatch_key == "PrivateUse1":
-                    self.run_op.add(f"{namespace}::{name}")
+        self.run_op: set[str] = set(dispatch.kernel_ops())  # kernels calling ``run_op``
         self.direct = set(torch._C._dispatch_get_registrations_for_dispatch_key("PrivateUse1"))
         self.known = set(torch._C._dispatch_get_all_op_names())
 
