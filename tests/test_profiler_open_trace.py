@@ -260,6 +260,28 @@ HOSTILE = {
         ),
         "not an integer id",
     ),
+    "huge int dur": (
+        lambda r: _with_first_device_event(r, lambda e: e.update(dur=10**400)),
+        "dur is 1000",
+    ),
+    "huge int engine time": (
+        lambda r: _with_first_device_event(
+            r, lambda e: e["args"]["neuron"].update(engines_us={"TensorE": 10**400})
+        ),
+        "engines_us['TensorE'] is 1000",
+    ),
+    "ts of 1e308": (
+        lambda r: _with_first_device_event(r, lambda e: e.update(ts=1e308)),
+        "ts is 1e+308, not a time",
+    ),
+    "5000-digit integer literal": (
+        lambda r: b'{"traceEvents": [' + b"7" * 5000 + b"]}",
+        "not a trace: Exceeds the limit",
+    ),
+    "lone surrogate in a name": (
+        lambda r: _with_first_device_event(r, lambda e: e.update(name="mm\ud800")),
+        "not UTF-8 text",
+    ),
     "damaged gzip": (lambda r: gzip.compress(r.read_bytes())[:40], "damaged gzip"),
     "a torchneuron trace": (
         lambda r: b'{"traceEvents": [], "otherData": {"producer": "torchneuron.profiler"}}',
@@ -294,3 +316,58 @@ def test_missing_files_and_folders_are_refused(tmp_path):
         open_torch_trace(tmp_path / "absent.json")
     with pytest.raises(TorchTraceError, match="not a regular file"):
         open_torch_trace(tmp_path)
+
+
+def test_huge_base_time_is_ignored_and_lanes_are_strict_json(recorded, tmp_path):
+    document = json.loads(recorded.read_text())
+    document["baseTimeNanoseconds"] = 10**400
+    path = tmp_path / "huge_base.json"
+    path.write_text(json.dumps(document))
+    opened = open_torch_trace(path)
+    assert opened.base_time_ns is None
+    assert opened.chrome_trace()["otherData"]["wall_clock_origin"] is None
+    assert "Infinity" not in opened.chrome_trace_text()
+
+
+def test_a_cpu_op_named_with_a_lone_surrogate_prints(recorded, tmp_path):
+    document = json.loads(recorded.read_text())
+    for event in document["traceEvents"]:
+        if event.get("cat") == "cpu_op":
+            event["name"] += "\ud800"
+    path = tmp_path / "surrogate.json"
+    path.write_text(json.dumps(document))  # ASCII escapes: the file itself is valid UTF-8
+    table = _cli("table", str(path))
+    assert table.returncode == 0, table.stderr
+    assert "\ufffd" in table.stdout
+
+
+def test_merged_ranks_keep_their_launch_arrows_apart(recorded, tmp_path):
+    lanes = []
+    for rank in (0, 1):
+        document = json.loads(recorded.read_text())
+        document["distributedInfo"] = {"rank": rank}
+        path = tmp_path / f"rank{rank}.json"
+        path.write_text(json.dumps(document))
+        lanes.append(tmp_path / f"lanes{rank}.json")
+        open_torch_trace(path).export_chrome_trace(lanes[-1])
+    merged = profiler.merge_traces(lanes)["traceEvents"]
+    flows = [e for e in merged if e.get("cat") == "launch"]
+    ids_by_rank = [{e["id"] for e in flows if e["pid"] // 1000 == rank} for rank in (0, 1)]
+    assert ids_by_rank[0] and ids_by_rank[1] and not ids_by_rank[0] & ids_by_rank[1]
+    for flow_id in ids_by_rank[0] | ids_by_rank[1]:  # each arrow joins one start, one end
+        assert sorted(e["ph"] for e in flows if e["id"] == flow_id) == ["f", "s"]
+
+
+def test_merge_and_row_limit_errors_are_one_line(recorded, tmp_path, capsys):
+    missing = tmp_path / "absent.json"
+    assert main(["merge", str(missing), "-o", str(tmp_path / "all.json")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {missing}: cannot merge") and err.count("\n") == 1
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    assert main(["merge", str(bad), "-o", str(tmp_path / "all.json")]) == 1
+    err = capsys.readouterr().err
+    assert f"{bad}: not a JSON trace" in err and err.count("\n") == 1
+    with pytest.raises(SystemExit) as refused:
+        main(["table", str(recorded), "--row-limit", "-1"])
+    assert refused.value.code == 2 and "number of rows >= 0" in capsys.readouterr().err

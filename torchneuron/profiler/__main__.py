@@ -14,14 +14,21 @@ from __future__ import annotations
 import argparse
 import sys
 
-from torchneuron.errors import TorchNeuronError, one_line
-from torchneuron.files import atomic_write, check_output_file
+from torchneuron.errors import TorchNeuronError, describe_error, one_line
+from torchneuron.files import FileProblem, atomic_write, check_output_file, describe_os_error
 from torchneuron.profiler.torch_trace import open_torch_trace
 from torchneuron.profiler.trace import merge_traces
 
 
 def _merge(args: argparse.Namespace) -> None:
-    result = merge_traces(args.traces, args.output)
+    check_output_file(args.output, "-o")
+    try:
+        result = merge_traces(args.traces, args.output)
+    except OSError as error:
+        shown = error.filename if error.filename is not None else args.output
+        raise FileProblem(f"{shown}: cannot merge ({describe_os_error(error)})") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as error:  # a malformed trace
+        raise FileProblem(f"cannot merge: {describe_error(error)}") from None
     print(f"{args.output}: {len(args.traces)} traces, {len(result['traceEvents'])} events")
 
 
@@ -39,6 +46,16 @@ def _lanes(args: argparse.Namespace) -> None:
     )
 
 
+def _row_limit(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of rows >= 0")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m torchneuron.profiler")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -50,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
         "table", help="per-NEFF table of a torch.profiler trace's neuron device events"
     )
     table.add_argument("trace", help="a trace torch.profiler's export_chrome_trace wrote")
-    table.add_argument("--row-limit", type=int, default=None, help="rows to show (all)")
+    table.add_argument("--row-limit", type=_row_limit, default=None, help="rows to show (all)")
     table.set_defaults(run=_table)
     lanes = commands.add_parser(
         "lanes", help="a torch.profiler trace's neuron events as per-core engine lanes"

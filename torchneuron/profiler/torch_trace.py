@@ -38,7 +38,6 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import math
 import os
 import stat
 import zlib
@@ -48,6 +47,10 @@ from dataclasses import dataclass, field
 from torchneuron.errors import TorchNeuronError
 from torchneuron.files import describe_os_error
 from torchneuron.profiler import trace
+from torchneuron.profiler.trace_checks import brief as _brief
+from torchneuron.profiler.trace_checks import count as _count
+from torchneuron.profiler.trace_checks import is_id, is_int, is_text, is_time, json_type, readable
+from torchneuron.profiler.trace_checks import text as _text
 from torchneuron.target.engines import ENGINES
 
 # Who wrote a trace (otherData.producer), as profile.chrome_trace names itself.
@@ -61,7 +64,6 @@ LAUNCHER_CATEGORIES = ("cpu_op", "user_annotation")
 # Device indices become pids rank*1000 + 1 + index: below the collectives' pid.
 MAX_DEVICE_INDEX = trace.COLLECTIVES_PID - 2
 GZIP_MAGIC = b"\x1f\x8b"
-_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
 
 
 class TorchTraceError(TorchNeuronError, ValueError):
@@ -159,7 +161,7 @@ def open_torch_trace(
     document = _parse(shown, _read_bounded(shown, max_bytes))
     if not isinstance(document, dict):
         raise TorchTraceError(
-            f"{shown}: the top level is {_json_type(document)}, not an object: a trace "
+            f"{shown}: the top level is {json_type(document)}, not an object: a trace "
             "written by torch.profiler's export_chrome_trace is an object with a "
             "'traceEvents' list"
         )
@@ -168,7 +170,7 @@ def open_torch_trace(
         raise TorchTraceError(f"{shown}: a {PRODUCER} trace already: open it in Perfetto")
     events = document.get("traceEvents")
     if not isinstance(events, list):
-        found = "no 'traceEvents'" if events is None else f"'traceEvents' is {_json_type(events)}"
+        found = "no 'traceEvents'" if events is None else f"'traceEvents' is {json_type(events)}"
         raise TorchTraceError(
             f"{shown}: {found}; a trace written by torch.profiler's export_chrome_trace "
             "has a 'traceEvents' list"
@@ -230,10 +232,8 @@ def _parse(shown: str, data: bytes) -> object:
         ) from None
     except RecursionError:
         raise TorchTraceError(f"{shown}: not a trace: JSON nested too deeply") from None
-
-
-def _json_type(value: object) -> str:
-    return "null" if value is None else _JSON_TYPES.get(type(value), "a number")
+    except ValueError as error:  # an integer literal past Python's digit limit
+        raise TorchTraceError(f"{shown}: not a trace: {error}") from None
 
 
 class _TraceReader:
@@ -277,7 +277,8 @@ class _TraceReader:
                 continue
             external = args.get("External id")
             start, length = event.get("ts"), event.get("dur")
-            if _is_int(external) and _is_finite(start) and _is_finite(length):
+            if is_id(external) and is_time(start) and is_time(length):
+                name = readable(name)  # not ours to refuse: a launcher by name only
                 found.setdefault(external, CpuOp(name, external, float(start), float(length)))
         return found
 
@@ -291,17 +292,19 @@ class _TraceReader:
 
         facts = event["args"]["neuron"]
         if not isinstance(facts, dict):
-            raise bad(f"args.neuron is {_json_type(facts)}, not an object")
+            raise bad(f"args.neuron is {json_type(facts)}, not an object")
         if not isinstance(name, str) or not name:
             raise bad("a neuron device event without a name")
+        if not is_text(name):
+            raise bad("a name that is not UTF-8 text (a lone surrogate)")
         if event.get("ph") != "X":
             raise bad(f"a neuron device event with ph {_brief(event.get('ph'))}, not 'X'")
         start, length, device = event.get("ts"), event.get("dur"), event.get("pid")
-        if not _is_finite(start):
-            raise bad(f"ts is {_brief(start)}, not a finite number")
-        if not _is_finite(length) or length < 0:
-            raise bad(f"dur is {_brief(length)}, not a finite number >= 0")
-        if not _is_int(device) or not 0 <= device <= MAX_DEVICE_INDEX:
+        if not is_time(start):
+            raise bad(f"ts is {_brief(start)}, not a time in microseconds (|ts| <= 1e15)")
+        if not is_time(length) or length < 0:
+            raise bad(f"dur is {_brief(length)}, not a finite number >= 0 (<= 1e15)")
+        if not is_int(device) or not 0 <= device <= MAX_DEVICE_INDEX:
             raise bad(f"pid is {_brief(device)}, not a device index 0..{MAX_DEVICE_INDEX}")
         correlation = self._correlation(event["args"], bad)
         cpu_op = launchers.get(correlation) if correlation is not None else None
@@ -309,7 +312,7 @@ class _TraceReader:
                       correlation=correlation, cpu_op=cpu_op)  # fmt: skip
         if name.startswith(COLLECTIVE_PREFIX):
             ranks = facts.get("ranks")
-            if not isinstance(ranks, list) or not all(_is_int(r) and r >= 0 for r in ranks):
+            if not isinstance(ranks, list) or not all(is_id(r) and r >= 0 for r in ranks):
                 raise bad(f"args.neuron.ranks is {_brief(ranks)}, not a list of ranks")
             return DeviceCollective(
                 **common,
@@ -322,13 +325,13 @@ class _TraceReader:
             raise bad(f"args.neuron.estimated is {_brief(estimated)}, not true or false")
         engines = facts.get("engines_us", {})
         if not isinstance(engines, dict):
-            raise bad(f"args.neuron.engines_us is {_json_type(engines)}, not an object")
+            raise bad(f"args.neuron.engines_us is {json_type(engines)}, not an object")
         for engine, busy in engines.items():
             if engine not in ENGINES:
                 raise bad(
                     f"args.neuron.engines_us names {_brief(engine)}, not one of {list(ENGINES)}"
                 )
-            if not _is_finite(busy) or busy < 0:
+            if not is_time(busy) or busy < 0:
                 raise bad(
                     f"args.neuron.engines_us[{_brief(engine)}] is {_brief(busy)}, not a time >= 0"
                 )
@@ -351,7 +354,7 @@ class _TraceReader:
         for key in ("External id", "correlation"):
             if key in args:
                 value = args[key]
-                if not _is_int(value):
+                if not is_id(value):
                     raise bad(f"args[{key!r}] is {_brief(value)}, not an integer id")
                 return value
         return None
@@ -359,39 +362,11 @@ class _TraceReader:
     def _rank(self) -> int:
         info = self.document.get("distributedInfo")
         rank = info.get("rank") if isinstance(info, dict) else None
-        return rank if _is_int(rank) and 0 <= rank < 1 << 20 else 0
+        return rank if is_int(rank) and 0 <= rank < 1 << 20 else 0
 
     def _base_time_ns(self) -> int | None:
         base = self.document.get("baseTimeNanoseconds")
-        return base if _is_int(base) and base >= 0 else None
-
-
-def _brief(value: object) -> str:
-    """A value of the file as a message shows it: its repr, cut short."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_finite(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _count(facts: dict, key: str, bad) -> int:
-    value = facts.get(key)
-    if not _is_int(value) or value < 0:
-        raise bad(f"args.neuron.{key} is {_brief(value)}, not a count >= 0")
-    return value
-
-
-def _text(facts: dict, key: str, bad) -> str:
-    value = facts.get(key)
-    if not isinstance(value, str):
-        raise bad(f"args.neuron.{key} is {_brief(value)}, not a string")
-    return value
+        return base if is_int(base) and 0 <= base < 1 << 63 else None
 
 
 @dataclass
@@ -536,7 +511,8 @@ class TorchTrace:
                                       start, busy, {"execution": number, "busy_us": busy_us})
                 )  # fmt: skip
             if event.cpu_op is not None:  # an arrow from the CPU op to its device work
-                flow = {"name": "launch", "cat": "launch", "id": number}
+                # Ids unique per rank, so merge_traces of ranks' files keeps arrows apart.
+                flow = {"name": "launch", "cat": "launch", "id": self.rank << 32 | number}
                 events += [
                     {**flow, "ph": "s", "pid": base, "tid": trace.HOST_NEFF_LANE,
                      "ts": round(at(event.cpu_op.start_us) * 1e6, 3)},
@@ -589,7 +565,7 @@ class TorchTrace:
 
     def chrome_trace_text(self) -> str:
         """``chrome_trace()`` as the JSON text of a trace file."""
-        return json.dumps(self.chrome_trace(), separators=(",", ":")) + "\n"
+        return json.dumps(self.chrome_trace(), separators=(",", ":"), allow_nan=False) + "\n"
 
     def export_chrome_trace(self, path: str | os.PathLike[str]) -> None:
         """Write ``chrome_trace()`` as JSON to ``path``; the Perfetto UI and chrome://tracing

@@ -32,7 +32,10 @@ def merge_traces(
     traces = []
     for path in paths:
         with open(path, encoding="utf-8") as file:
-            traces.append(json.load(file))
+            try:
+                traces.append(json.load(file))
+            except ValueError as error:  # JSONDecodeError, or not UTF-8 text
+                raise ValueError(f"{os.fspath(path)}: not a JSON trace ({error})") from None
     if not traces:
         raise ValueError("merge_traces needs at least one trace")
     origins = [t.get("otherData", {}).get("wall_clock_origin") for t in traces]
