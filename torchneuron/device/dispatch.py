@@ -128,14 +128,16 @@ _install_lock = threading.Lock()
 # The libraries holding the kernels (registrations last as long as they do); set
 # only once every kernel is registered.
 _libraries: list[torch.library.Library] = []
-# "aten::add.Tensor" for every op given a kernel of ours above the fallback.
-_kernel_ops: set[str] = set()
+# For every op given a kernel of ours that runs an op through ``run_op``: the op it
+# runs ("aten::add.Tensor" -> itself; convolution_overrideable -> aten::convolution).
+_kernel_ops: dict[str, str] = {}
 
 
-def kernel_ops() -> frozenset[str]:
-    """The ops (``aten::add.Tensor``) that have a PrivateUse1 kernel of this module's
-    (which runs the op through ``run_op``), empty before ``install``."""
-    return frozenset(_kernel_ops) if _libraries else frozenset()
+def kernel_ops() -> dict[str, str]:
+    """``{op: the op its kernel runs through run_op}`` for the ops (``aten::add.Tensor``)
+    given a PrivateUse1 kernel of this module's; empty before ``install``. Kernels that
+    run nothing (``record_stream``'s bookkeeping) are not listed."""
+    return dict(_kernel_ops) if _libraries else {}
 
 
 def install() -> None:
@@ -150,11 +152,13 @@ def install() -> None:
         global_library = torch.library.Library("_", "IMPL")
         global_library.fallback(_boxed_fallback, "PrivateUse1")
         aten_library = torch.library.Library("aten", "IMPL")
-        names: set[str] = set()
+        runs: dict[str, str] = {}
 
-        def register(op, kernel) -> None:
+        def register(op, kernel, target=None) -> None:
+            """``target``: the op the kernel runs (default ``op``), or False for none."""
             aten_library.impl(op, kernel, "PrivateUse1")
-            names.add(op.name())  # "aten::add.Tensor", "aten::abs"
+            if target is not False:
+                runs[op.name()] = (target or op).name()  # "aten::add.Tensor", "aten::abs"
 
         for name in _direct_kernel_ops():
             base, _, overload = name.partition(".")
@@ -168,14 +172,14 @@ def install() -> None:
         # native_batch_norm updates the running statistics without saying so in its schema;
         # _native_batch_norm_legit is the same op with the mutation declared.
         register(aten.native_batch_norm.default, _native_batch_norm_kernel)
-        register(aten.record_stream.default, _record_stream_kernel)
+        register(aten.record_stream.default, _record_stream_kernel, target=False)
         # Their defaults raise for every backend but CPU/CUDA: compute them like any op.
-        for op in (
-            aten.convolution_overrideable.default,
-            aten.convolution_backward_overrideable.default,
+        for op, target in (
+            (aten.convolution_overrideable.default, aten.convolution.default),
+            (aten.convolution_backward_overrideable.default, aten.convolution_backward.default),
         ):
-            register(op, _convolution_kernel(op))
-        _kernel_ops.update(names)
+            register(op, _convolution_kernel(op), target)
+        _kernel_ops.update(runs)
         _libraries.extend([global_library, aten_library])
 
 

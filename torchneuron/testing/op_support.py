@@ -30,6 +30,17 @@ decides (``Status``: a word from ``WORDS`` and the reason in a few words):
 
 ``entry_traces`` traces the OpInfo entries to the ATen ops they call on each mode's
 path; ``op_support`` joins it with the tables, the expectations file and the fuzzer.
+
+Private interfaces this reads (a torch or torch-mlir upgrade may move them; the sync
+test then fails here, not silently): torch's dispatcher queries
+(``torch._C._dispatch_get_all_op_names``, ``_dispatch_get_registrations_for_dispatch_key``,
+``_dispatch_has_kernel_for_dispatch_key``, ``_dispatch_has_computed_kernel_for_dispatch_key``,
+``_AutoDispatchBelowAutograd``, ``OpOverload._op_dk``), ``torch.testing._internal``'s
+seeding, ``torchgen.model``'s schema parser, and torch-mlir's
+``fx_importer._get_mlir_op_name_for_schema``; and, of this project, the conformance
+runner's sample helpers (``opinfo._cloned``, ``_HOST_ARGUMENTS``,
+``_SAMPLE_SEARCH_LIMIT``) and ``fallbacks._op_and_reason``, so that the table reads the
+samples and reasons exactly as conformance does.
 """
 
 from __future__ import annotations
@@ -132,7 +143,8 @@ class EagerKernels:
     def __init__(self):
         from torchneuron.device import dispatch
 
-        self.run_op: set[str] = set(dispatch.kernel_ops())  # kernels calling ``run_op``
+        # kernels calling ``run_op``: op -> the op they run
+        self.run_op: dict[str, str] = dispatch.kernel_ops()
         self.direct = set(torch._C._dispatch_get_registrations_for_dispatch_key("PrivateUse1"))
         self.known = set(torch._C._dispatch_get_all_op_names())
 
@@ -412,6 +424,9 @@ class _Decider:
     def eager(self, name: str) -> Status:
         if self.kernels.device_kernel(name):
             return Status(NATIVE, "device kernel")
+        runs = self.kernels.run_op.get(name, name)
+        if runs != name:  # a kernel of ours that runs another op (convolution_overrideable)
+            return _as(self.lowering("eager", runs), runs)
         key = self.kernels.composite_key(name)
         if key is not None:  # the dispatcher prefers it to the device's fallback
             calls = self.kernel_calls.get(name)
