@@ -442,29 +442,12 @@ class profile:
         """The recorded executions as a Chrome trace (the JSON object format)."""
         base, prefix = self.rank * trace.RANK_PID_STRIDE, f"rank {self.rank}: "
         host = base
-        events: list[dict] = [
-            trace.metadata("process_name", host, None, {"name": prefix + "Host (wall clock)"}),
-            trace.metadata("process_sort_index", host, None, {"sort_index": host}),
-            trace.metadata(
-                "thread_name", host, trace.HOST_NEFF_LANE, {"name": "LoadedNeff.execute"}
-            ),
-        ]
+        events = trace.process(
+            host, prefix + "Host (wall clock)", {trace.HOST_NEFF_LANE: "LoadedNeff.execute"}
+        )
         cores = sorted({(e.core, e.core_description) for e in self.events})
         for core, description in cores:
-            pid = base + core + 1
-            events.append(
-                trace.metadata(
-                    "process_name", pid, None, {"name": f"{prefix}{description}, estimated"}
-                )
-            )
-            events.append(trace.metadata("process_sort_index", pid, None, {"sort_index": pid}))
-            events.append(trace.metadata("thread_name", pid, trace.NEFF_LANE, {"name": "NEFF"}))
-            events.append(
-                trace.metadata("thread_sort_index", pid, trace.NEFF_LANE, {"sort_index": 0})
-            )
-            for engine, tid in trace.LANE_TIDS.items():
-                events.append(trace.metadata("thread_name", pid, tid, {"name": engine}))
-                events.append(trace.metadata("thread_sort_index", pid, tid, {"sort_index": tid}))
+            events += trace.core_process(base + core + 1, f"{prefix}{description}, estimated")
         for number, event in enumerate(self.events):
             events.append(
                 trace.slice_event(
@@ -540,9 +523,7 @@ class profile:
             trace.metadata(
                 "thread_name", base, trace.HOST_COLLECTIVES_LANE, {"name": "collectives (host)"}
             ),
-            trace.metadata("process_name", pid, None, {"name": f"{prefix}collectives, estimated"}),
-            trace.metadata("process_sort_index", pid, None, {"sort_index": pid}),
-            trace.metadata("thread_name", pid, 0, {"name": "collectives"}),
+            *trace.process(pid, f"{prefix}collectives, estimated", {0: "collectives"}),
         ]
         for c in self.collectives:
             args = c.trace_args()

@@ -534,33 +534,17 @@ class TorchTrace:
         }
 
     def _lane_metadata(self, base: int, prefix: str) -> list[dict]:
-        events = [
-            trace.metadata("process_name", base, None, {"name": prefix + "Host (torch.profiler)"}),
-            trace.metadata("process_sort_index", base, None, {"sort_index": base}),
-            trace.metadata("thread_name", base, trace.HOST_NEFF_LANE, {"name": "launching CPU op"}),
-        ]
+        events = trace.process(
+            base, prefix + "Host (torch.profiler)", {trace.HOST_NEFF_LANE: "launching CPU op"}
+        )
         cores: dict[int, str] = {}
         for event in self.executions:
             cores.setdefault(event.device, event.core)
         for device, core in sorted(cores.items()):
-            pid = base + device + 1
-            events += [
-                trace.metadata("process_name", pid, None, {"name": f"{prefix}{core}, estimated"}),
-                trace.metadata("process_sort_index", pid, None, {"sort_index": pid}),
-                trace.metadata("thread_name", pid, trace.NEFF_LANE, {"name": "NEFF"}),
-                trace.metadata("thread_sort_index", pid, trace.NEFF_LANE, {"sort_index": 0}),
-            ]
-            for engine, tid in trace.LANE_TIDS.items():
-                events.append(trace.metadata("thread_name", pid, tid, {"name": f"{engine} (busy)"}))
-                events.append(trace.metadata("thread_sort_index", pid, tid, {"sort_index": tid}))
+            events += trace.core_process(base + device + 1, f"{prefix}{core}, estimated", " (busy)")
         if self.collectives:
             pid = base + trace.COLLECTIVES_PID
-            name = f"{prefix}collectives, estimated"
-            events += [
-                trace.metadata("process_name", pid, None, {"name": name}),
-                trace.metadata("process_sort_index", pid, None, {"sort_index": pid}),
-                trace.metadata("thread_name", pid, 0, {"name": "collectives"}),
-            ]
+            events += trace.process(pid, f"{prefix}collectives, estimated", {0: "collectives"})
         return events
 
     def chrome_trace_text(self) -> str:

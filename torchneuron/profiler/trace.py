@@ -76,6 +76,25 @@ def metadata(name: str, pid: int, tid: int | None, args: dict) -> dict:
     return event
 
 
+def process(pid: int, name: str, lanes: dict[int, str]) -> list[dict]:
+    """Metadata naming process ``pid`` (sorted by its pid) and its ``{tid: name}`` lanes."""
+    events = [
+        metadata("process_name", pid, None, {"name": name}),
+        metadata("process_sort_index", pid, None, {"sort_index": pid}),
+    ]
+    return events + [metadata("thread_name", pid, tid, {"name": n}) for tid, n in lanes.items()]
+
+
+def core_process(pid: int, name: str, engine_suffix: str = "") -> list[dict]:
+    """Metadata of a core's process: its NEFF lane, then one lane per engine, in order."""
+    events = process(pid, name, {NEFF_LANE: "NEFF"})
+    events.append(metadata("thread_sort_index", pid, NEFF_LANE, {"sort_index": 0}))
+    for engine, tid in LANE_TIDS.items():
+        events.append(metadata("thread_name", pid, tid, {"name": engine + engine_suffix}))
+        events.append(metadata("thread_sort_index", pid, tid, {"sort_index": tid}))
+    return events
+
+
 def slice_event(
     name: str, category: str, pid: int, tid: int, start_s: float, seconds: float, args: dict
 ) -> dict:
