@@ -70,7 +70,8 @@ _RANK = {status: rank for rank, status in enumerate(STATUSES)}
 # second sample's branches are compile mode's to check, and what eager mode adds, the
 # device's dispatch (registration, output shapes, fallbacks), the first sample
 # exercises. A second eager float32 sample cost the gating run a fifth of its time
-# (~170 s of one core) and changed no line but three that it had skipped. Complex and
+# (~170 s of one core) and decided no expectation line (randomness is still looked
+# for in two samples, below). Complex and
 # sparse values keep two in eager mode: their eager routes (real pairs, the sparse
 # kernels) are the device's own, and a second sample finds fallbacks there (sparse CSR
 # ``sum`` with a ``dim``). ``--samples N`` runs N everywhere.

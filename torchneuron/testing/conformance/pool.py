@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from torchneuron import settings
 
 from ..pool import BASE_ENVIRONMENT, NoAnswer, WorkerProcess, run_in_threads
-from .opinfo import Outcome, default_samples
+from .opinfo import Outcome
 
 # Environment of every worker: results must not depend on the caller's settings.
 WORKER_ENVIRONMENT = {
@@ -35,16 +35,15 @@ class Task:
     entry: str
     mode: str
     dtype: str
-    samples: int | None = None  # None: default_samples(mode, dtype), as the expectations
+    # None: the worker's run_entry takes default_samples(mode, dtype), as the expectations
+    samples: int | None = None
 
     def to_json(self) -> dict:
         return {
             "entry": self.entry,
             "mode": self.mode,
             "dtype": self.dtype,
-            "samples": (
-                default_samples(self.mode, self.dtype) if self.samples is None else self.samples
-            ),
+            "samples": self.samples,
         }
 
 
