@@ -157,6 +157,27 @@ def test_program_our_compiler_serialized_starts_no_child(tmp_path, own_verifier)
     assert own_verifier.starts == 0 and own_verifier.requests == 0
 
 
+def test_the_signature_our_serializer_records_is_the_one_the_bytes_hold(own_verifier):
+    from torch_mlir import ir
+    from torch_mlir._mlir_libs import _stablehlo
+
+    from torchneuron.compiler.program import portable_artifact as compiler_artifact
+    from torchneuron.runtime.program import program_signature
+
+    i8, bf16 = "tensor<3xi8>", "tensor<2x1x4xbf16>"
+    text = (
+        f"func.func @main(%x: {F32_2x2}, %y: {i8}, %z: {bf16}) -> ({bf16}, {F32_2x2}) {{\n"
+        f"  return %z, %x : {bf16}, {F32_2x2}\n}}"
+    )
+    with ir.Context() as context:
+        _stablehlo.register_dialect(context)
+        program = compiler_artifact(ir.Module.parse(text))
+    recorded = verifier.verified_program(program, "ours").signature
+    assert recorded == program_signature(program, "ours")
+    assert [str(t) for t in recorded.arguments] == ["float32[2, 2]", "int8[3]", "bfloat16[2, 1, 4]"]
+    assert own_verifier.requests == 0
+
+
 def test_a_hanging_verifier_gives_neff_error_within_the_timeout(monkeypatch):
     # A stand-in child that reads and never answers: the parent's clock must end it.
     hanging = VerifierProcess(

@@ -352,13 +352,16 @@ def _remaining(deadline: float) -> float:
 # -- trust and the process-wide cache ------------------------------------------------
 
 VERIFIER = VerifierProcess()
-_TRUSTED: LRU[str, bool] = LRU(TRUSTED_CAPACITY)
+# sha256 -> @main's signature as our serializer knew it (None: parsed when needed)
+_TRUSTED: LRU[str, ProgramSignature | None] = LRU(TRUSTED_CAPACITY)
 _VERIFIED: LRU[str, VerifiedProgram] = LRU(VERIFIED_CAPACITY)
 
 
-def trust_program(program: bytes) -> None:
-    """Mark bytes our own serializer wrote in this process: they are read in-process."""
-    _TRUSTED.put(hashlib.sha256(program).hexdigest(), True)
+def trust_program(program: bytes, signature: ProgramSignature | None = None) -> None:
+    """Mark bytes our own serializer wrote in this process: they are read in-process.
+    ``signature``: @main's types, as the serializer read them from the module it wrote
+    (then the runtime does not parse the bytes again to learn them)."""
+    _TRUSTED.put(hashlib.sha256(program).hexdigest(), signature)
 
 
 def clear_verified_programs() -> None:
@@ -384,8 +387,9 @@ def verified_program(program: bytes, label: str) -> VerifiedProgram:
     if known is not None:
         return known
     if digest in _TRUSTED:
+        signature = _TRUSTED.get(digest)
         try:
-            signature = program_signature(program, label)
+            signature = signature or program_signature(program, label)
         except NeuronRuntimeError as error:
             raise ProgramRefusedError(str(error)) from None
         verified = VerifiedProgram(bytes(program), signature, checked_in_child=False)
