@@ -26,7 +26,6 @@ CACHE = "TORCHNEURON_CACHE"
 CACHE_DIR = "TORCHNEURON_CACHE_DIR"
 XLA_SINGLE_THREADED = "TORCHNEURON_XLA_SINGLE_THREADED"
 XLA_THREADS = "TORCHNEURON_XLA_THREADS"
-XLA_QUICK_COMPILE = "TORCHNEURON_XLA_QUICK_COMPILE"
 LAUNCH_BLOCKING = "NEURON_LAUNCH_BLOCKING"
 EAGER_FUSION = "TORCHNEURON_EAGER_FUSION"
 BUCKETS = "TORCHNEURON_BUCKETS"
@@ -47,7 +46,6 @@ VARIABLES: dict[str, str] = {
     CACHE_DIR: "on-disk NEFF cache (default $XDG_CACHE_HOME/torchneuron or ~/.cache/torchneuron)",
     XLA_SINGLE_THREADED: "run the numerics single-threaded (benchmarks)",
     XLA_THREADS: "threads of the numerics (default: every core the process may use)",
-    XLA_QUICK_COMPILE: "0: XLA fully optimizes every program (default: long programs of small tensors compile unoptimized, ~2x sooner)",
     LAUNCH_BLOCKING: "1: eager ops run synchronously, errors raised at the op (read once)",
     EAGER_FUSION: "0: eager ops are never fused into one program (default on)",
     BUCKETS: "sizes torch.compile pads dynamic inference sizes (and eager ops their changed sizes) up to: 32,64,128, auto (default) or off",
@@ -65,7 +63,6 @@ FLAGS = (
     NO_FALLBACK,
     CACHE,
     XLA_SINGLE_THREADED,
-    XLA_QUICK_COMPILE,
     LAUNCH_BLOCKING,
     EAGER_FUSION,
     CHECK,

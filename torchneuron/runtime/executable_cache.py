@@ -38,7 +38,6 @@ import os
 import platform
 from pathlib import Path
 
-from torchneuron import settings
 from torchneuron.runtime.cache_entry import BadEntry, EntryKind, split_head, with_head
 from torchneuron.runtime.disk_cache import DiskCache, Entries, default_cache
 from torchneuron.runtime.program import ProgramSignature, TensorType
@@ -53,7 +52,6 @@ MAX_EXECUTABLE_BYTES = 1 << 30
 _RUNTIME_SOURCES = (
     "executor.py",
     "executable_cache.py",
-    "program.py",
     "verifier.py",
     "verifier_child.py",
     "verifier_allowlist.py",
@@ -166,7 +164,6 @@ def executable_fingerprint() -> str:
         f"XLA_FLAGS={environment.get('XLA_FLAGS', '')}",
         f"PJRT_NPROC={environment.get('PJRT_NPROC', '')}",
         f"NPROC={environment.get('NPROC', '')}",
-        f"quick={settings.env_flag(settings.XLA_QUICK_COMPILE, default=True)}",
         f"runtime={_runtime_source_digest()}",
     )
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()

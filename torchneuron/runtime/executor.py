@@ -66,7 +66,7 @@ from torchneuron.runtime.executable_cache import (
     encode_payload,
     executable_key,
 )
-from torchneuron.runtime.program import ProgramSignature, TensorType, program_size
+from torchneuron.runtime.program import ProgramSignature, TensorType
 from torchneuron.runtime.verifier import verified_program
 from torchneuron.target.dtypes import numpy_dtype
 
@@ -88,9 +88,6 @@ class PreparedProgram:
     signature: ProgramSignature
     executable: Any
     compile_seconds: float  # XLA's compile, or the deserialization of a cached executable
-    # XLA's backend optimization level it was compiled at (None: XLA's default; also
-    # for an executable read from the disk cache, whose level was decided the same way)
-    optimization_level: int | None = None
 
 
 # (executor name, program sha256) -> PreparedProgram, shared by every executor.
@@ -148,34 +145,6 @@ def requested_xla_threads() -> int | None:
 def default_xla_threads() -> int:
     """One thread per core this process may run on (its CPU affinity)."""
     return len(os.sched_getaffinity(0))
-
-
-# Quick compiles. XLA's default optimization spends most of a long program's compile in
-# LLVM; a program of many ops on small tensors runs in per-op overheads either way. Such a
-# program is compiled at backend optimization level 0: measured on OpInfo programs (a
-# quiet 2-core machine, docs/performance.md), programs of 1,200-1,800 ops on tensors of at
-# most 1,296 elements (the Jacobi SVD and eigh, tensorinv, igamma) compiled in 0.6-1.3 s
-# instead of 1.4-2.6 s and ran in 0.1-0.6 ms either way (at worst +0.25 ms); 270-op
-# programs, 0.5 s instead of 1.0 s. A small program gains little and a large tensor runs
-# slower unoptimized (a 4x4 addmm took 97 us against 15), so both keep XLA's default.
-# The choice depends on the program alone, so a program's results do not depend on
-# what ran before it (the levels differ in the last bits) and its cached executable is
-# keyed by its digest as before.
-QUICK_COMPILE_MIN_BYTES = 4096  # smaller programs are not parsed for the count (~7 ms)
-QUICK_COMPILE_MIN_OPS = 250
-QUICK_COMPILE_MAX_ELEMENTS = 4096
-
-
-def optimization_level(program: bytes, label: str) -> int | None:
-    """The XLA backend optimization level for verified ``program`` (None: XLA's default)."""
-    if len(program) < QUICK_COMPILE_MIN_BYTES:
-        return None
-    if not settings.env_flag(settings.XLA_QUICK_COMPILE, default=True):
-        return None
-    size = program_size(program, label)
-    if size.ops >= QUICK_COMPILE_MIN_OPS and size.largest_elements <= QUICK_COMPILE_MAX_ELEMENTS:
-        return 0
-    return None
 
 
 class _MemoryOnly(Exception):
@@ -264,13 +233,10 @@ class XlaCpuExecutor:
 
         def compile_entry() -> bytes:
             verified = verified_program(program, label)
-            level = optimization_level(verified.program, label)
             started = time.perf_counter()
-            executable = self._compile(verified.program, label, level)
+            executable = self._compile(verified.program, label)
             seconds = time.perf_counter() - started
-            compiled["prepared"] = PreparedProgram(
-                digest, verified.signature, executable, seconds, level
-            )
+            compiled["prepared"] = PreparedProgram(digest, verified.signature, executable, seconds)
             heap.after_compile(seconds)
             if declared is not None and verified.signature != declared:
                 raise _MemoryOnly()  # the caller refuses this NEFF; keep nothing on disk
@@ -302,12 +268,11 @@ class XlaCpuExecutor:
         PROGRAM_CACHE.put(key, prepared)
         return prepared
 
-    def _compile(self, program: bytes, label: str, level: int | None = None) -> Any:
-        options = self._xla_client.CompileOptions()
-        if level is not None:
-            options.executable_build_options.debug_options.xla_backend_optimization_level = level
+    def _compile(self, program: bytes, label: str) -> Any:
         try:
-            return self._backend.compile_and_load(program, self._backend.devices()[:1], options)
+            return self._backend.compile_and_load(
+                program, self._backend.devices()[:1], self._xla_client.CompileOptions()
+            )
         except Exception as error:  # XLA raises its own runtime error types
             raise InvalidNeffError(
                 f"{label}: XLA could not compile the program: {str(error).strip()}"

@@ -11,7 +11,6 @@ from anywhere else is parsed by the verifier's child process (``runtime/verifier
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from torchneuron.runtime.errors import NeuronRuntimeError
@@ -35,53 +34,6 @@ class ProgramSignature:
     results: tuple[TensorType, ...]
 
 
-@dataclass(frozen=True)
-class ProgramSize:
-    ops: int  # every operation, nested ones included
-    largest_elements: int  # the most elements of any op result
-
-
-def _parsed(program: bytes, label: str, context, ir, stablehlo):
-    try:
-        if bytes(program[:4]) == MLIR_BYTECODE_MAGIC:
-            return stablehlo.deserialize_portable_artifact(context, bytes(program))
-        return ir.Module.parse(bytes(program).decode("utf-8"))
-    except Exception as error:  # the bindings raise several types for malformed input
-        raise NeuronRuntimeError(
-            f"{label}: the program is neither a readable StableHLO portable artifact nor "
-            f"MLIR text: {str(error).strip() or type(error).__name__}"
-        ) from None
-
-
-def program_size(program: bytes, label: str) -> ProgramSize:
-    """How many ops the trusted (or verified) bytes hold, and their largest result."""
-    from torch_mlir import ir
-    from torch_mlir._mlir_libs import _stablehlo
-
-    ops = largest = 0
-    elements: dict[str, int] = {}  # a type's text -> its element count
-
-    def visit(op):
-        nonlocal ops, largest
-        ops += 1
-        for result in op.results:
-            text = str(result.type)
-            count = elements.get(text)
-            if count is None:
-                try:
-                    count = math.prod(ir.RankedTensorType(result.type).shape)
-                except ValueError:  # not a ranked tensor: no elements to speak of
-                    count = 0
-                elements[text] = count
-            largest = max(largest, count)
-        return ir.WalkResult.ADVANCE
-
-    with ir.Context() as context:
-        _stablehlo.register_dialect(context)
-        _parsed(program, label, context, ir, _stablehlo).operation.walk(visit)
-    return ProgramSize(ops, largest)
-
-
 def program_signature(program: bytes, label: str) -> ProgramSignature:
     """The argument and result types of ``@main`` of trusted bytes; NeuronRuntimeError
     if unreadable."""
@@ -91,7 +43,16 @@ def program_signature(program: bytes, label: str) -> ProgramSignature:
 
     with ir.Context() as context:
         _stablehlo.register_dialect(context)
-        module = _parsed(program, label, context, ir, _stablehlo)
+        try:
+            if bytes(program[:4]) == MLIR_BYTECODE_MAGIC:
+                module = _stablehlo.deserialize_portable_artifact(context, bytes(program))
+            else:
+                module = ir.Module.parse(bytes(program).decode("utf-8"))
+        except Exception as error:  # the bindings raise several types for malformed input
+            raise NeuronRuntimeError(
+                f"{label}: the program is neither a readable StableHLO portable artifact nor "
+                f"MLIR text: {str(error).strip() or type(error).__name__}"
+            ) from None
         for op in module.body.operations:
             operation = op.operation
             if operation.name != "func.func":
