@@ -9,6 +9,7 @@ test that runs many commands pays for one interpreter start, not one per command
 
 import json
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -77,12 +78,19 @@ class NeuroncSession:
         check: bool = True,
         env: dict[str, str] | None = None,
         cwd: str | Path | None = None,
+        timeout: float = 300,
     ) -> Completed:
-        """``neuronc *args`` in a forked process; ``env`` is set in that process only."""
+        """``neuronc *args`` in a forked process; ``env`` is set in that process only. A
+        command that has not answered within ``timeout`` seconds ends the runner."""
         argv = [str(a) for a in args]
         case = {"argv": argv, "cwd": str(cwd or os.getcwd()), "env": env or {}}
         self._process.stdin.write(json.dumps(case) + "\n")
         self._process.stdin.flush()
+        # one reply line per command, read whole: nothing is left buffered between calls
+        ready, _, _ = select.select([self._process.stdout], [], [], timeout)
+        if not ready:
+            self._process.kill()
+            raise AssertionError(f"neuronc {' '.join(argv)} gave no answer in {timeout} s")
         line = self._process.stdout.readline()
         if not line:
             raise AssertionError(f"the neuronc runner died running neuronc {' '.join(argv)}")

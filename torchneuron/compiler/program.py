@@ -181,25 +181,15 @@ def portable_artifact(module: ir.Module) -> bytes:
 
 
 def _runtime_signature(func):
-    """@main's types as the runtime's ``program_signature`` reads them from the bytes
-    (None where it would refuse one: the runtime then parses and says why)."""
-    from torchneuron.runtime.program import ProgramSignature, TensorType
+    """@main's signature as the runtime reads it (None where the runtime would refuse a
+    type: it then parses the bytes and says why)."""
+    from torchneuron.runtime.errors import NeuronRuntimeError
+    from torchneuron.runtime.program import function_signature
 
-    function_type = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
-    groups = []
-    for types in (function_type.inputs, function_type.results):
-        group = []
-        for mlir_type in types:
-            try:
-                ranked = ir.RankedTensorType(mlir_type)
-            except ValueError:
-                return None
-            row = dtypes.from_mlir(str(ranked.element_type))
-            if not ranked.has_static_shape or row is None or not row.in_neff:
-                return None
-            group.append(TensorType(tuple(int(d) for d in ranked.shape), row.name))
-        groups.append(tuple(group))
-    return ProgramSignature(*groups)
+    try:
+        return function_signature(func, "program", ir)
+    except NeuronRuntimeError:
+        return None
 
 
 def check_allowed_ops(module: ir.Module) -> None:

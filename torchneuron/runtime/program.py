@@ -59,19 +59,25 @@ def program_signature(program: bytes, label: str) -> ProgramSignature:
                 continue
             if ir.StringAttr(operation.attributes["sym_name"]).value != "main":
                 continue
-            function_type = ir.FunctionType(
-                ir.TypeAttr(operation.attributes["function_type"]).value
-            )
-            arguments = tuple(
-                _tensor_type(t, f"{label}: @main argument {i}", ir)
-                for i, t in enumerate(function_type.inputs)
-            )
-            results = tuple(
-                _tensor_type(t, f"{label}: @main result {i}", ir)
-                for i, t in enumerate(function_type.results)
-            )
-            return ProgramSignature(arguments, results)
+            return function_signature(operation, label, ir)
     raise NeuronRuntimeError(f"{label}: the program has no func.func @main")
+
+
+def function_signature(function, label: str, ir) -> ProgramSignature:
+    """The signature of ``function`` (an MLIR ``func.func`` operation), as the runtime
+    reads it; NeuronRuntimeError naming the first type it cannot run. The compiler calls
+    it on the module it serializes (``verifier.trust_program``), the runtime on the
+    bytes: one reading, so the two agree."""
+    function_type = ir.FunctionType(ir.TypeAttr(function.attributes["function_type"]).value)
+    arguments = tuple(
+        _tensor_type(t, f"{label}: @main argument {i}", ir)
+        for i, t in enumerate(function_type.inputs)
+    )
+    results = tuple(
+        _tensor_type(t, f"{label}: @main result {i}", ir)
+        for i, t in enumerate(function_type.results)
+    )
+    return ProgramSignature(arguments, results)
 
 
 def _tensor_type(mlir_type, where: str, ir) -> TensorType:
