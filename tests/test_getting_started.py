@@ -2,9 +2,9 @@
 
 The Python blocks run in one process (as one script, in a scratch folder); the shell
 blocks run line by line in the same folder, with this environment's console scripts on
-PATH and the repository's ``examples`` reachable (each ``neuronc`` line in its own process,
-forked from one runner that imported the CLI once, as tests/test_readme.py does). The install line is ``.ci/run``'s own
-and is not run again. The two-rank ``torchrun`` of examples/train_ddp.py is this suite's
+PATH and the repository's ``examples`` reachable; each ``neuronc`` line runs in its own
+process, forked from one runner that imported the CLI once (as in tests/test_readme.py).
+The install line is ``.ci/run``'s own and is not run again. The two-rank ``torchrun`` of examples/train_ddp.py is this suite's
 check of that example too.
 """
 
@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.cli.neuronc import RUNNER_ENV, NeuroncSession
+from tests.cli.neuronc import RUNNER_ENV, NeuroncSession, neuronc_arguments
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "getting-started.md"
@@ -69,16 +68,16 @@ def test_every_block_of_the_getting_started_page_runs(tmp_path):
         for command in commands:
             if "pip install" in command:
                 continue  # the environment this test runs in is that install
-            argv = shlex.split(command, comments=True)
-            if argv[0] == "neuronc":
-                ran = session.run(*argv[1:], check=False, cwd=tmp_path)
+            arguments = neuronc_arguments(command)
+            if arguments is not None:
+                ran = session.run(*arguments, check=False, cwd=tmp_path)
             else:
                 ran = subprocess.run(
                     ["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True,
                     text=True, timeout=600,
                 )  # fmt: skip
             assert ran.returncode == 0, f"{command}\n{ran.stdout[-2000:]}\n{ran.stderr[-3000:]}"
-            outputs[argv[1] if argv[0] == "neuronc" else command] = ran.stdout
+            outputs[arguments[0] if arguments is not None else command] = ran.stdout
     finally:
         session.close()
     assert (tmp_path / "small.neff").exists() and (tmp_path / "out").is_dir()

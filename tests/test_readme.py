@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from tests.cli.neuronc import RUNNER_ENV, NeuroncSession
+from tests.cli.neuronc import RUNNER_ENV, NeuroncSession, neuronc_arguments
 from tests.distributed.torchrun import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,7 +40,6 @@ README = ROOT / "README.md"
 NOT_RUN = re.compile(r"<!-- not run: (\S.*?) -->")
 KINDS = {"python": "python", "bash": "shell", "sh": "shell", "shell": "shell", "console": "shell"}
 INSTALL = "python3 -m venv .venv && .venv/bin/pip install -e '.[test]'"
-SHELL_SYNTAX = set("|&;<>()$`")
 TIMEOUT_S = 600
 
 # What README says a command prints, keyed by a part of the command line that names it.
@@ -140,9 +138,9 @@ def _commands(blocks: list[Block]) -> list[str]:
 
 def _run_line(command: str, cwd: Path, env: dict, session: NeuroncSession) -> tuple[int, str]:
     """One command line's exit status and its stdout and stderr together."""
-    argv = shlex.split(command, comments=True)
-    if argv[0] == "neuronc" and not SHELL_SYNTAX & set(command.split("#")[0]):
-        done = session.run(*argv[1:], check=False, cwd=cwd)
+    arguments = neuronc_arguments(command)
+    if arguments is not None:
+        done = session.run(*arguments, check=False, cwd=cwd)
         return done.returncode, done.stdout + done.stderr
     ran = subprocess.run(
         ["bash", "-c", command], cwd=cwd, env=env, stdout=subprocess.PIPE,

@@ -10,6 +10,7 @@ test that runs many commands pays for one interpreter start, not one per command
 import json
 import os
 import select
+import shlex
 import shutil
 import subprocess
 import sys
@@ -22,6 +23,19 @@ RUNNER = Path(__file__).with_name("fork_runner.py")
 ENV = {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
 # Warnings (torch's own deprecations) are not errors: the runner's commands show none.
 RUNNER_ENV = {**ENV, "PYTHONWARNINGS": "ignore"}
+
+
+# A command line holding any of these needs a shell: it is not one neuronc process.
+SHELL_SYNTAX = frozenset("|&;<>()$`")
+
+
+def neuronc_arguments(command: str) -> list[str] | None:
+    """The arguments of a documented command line that is one plain ``neuronc`` command
+    (``# comments`` dropped), for ``NeuroncSession.run``; None for any other line."""
+    argv = shlex.split(command, comments=True)
+    if argv[:1] != ["neuronc"] or SHELL_SYNTAX & set(command.split("#")[0]):
+        return None
+    return argv[1:]
 
 
 def console_script_path() -> str:

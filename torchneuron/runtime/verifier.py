@@ -388,10 +388,11 @@ def verified_program(program: bytes, label: str) -> VerifiedProgram:
         return known
     if digest in _TRUSTED:
         signature = _TRUSTED.get(digest)
-        try:
-            signature = signature or program_signature(program, label)
-        except NeuronRuntimeError as error:
-            raise ProgramRefusedError(str(error)) from None
+        if signature is None:  # the serializer could not say: read it from the bytes
+            try:
+                signature = program_signature(program, label)
+            except NeuronRuntimeError as error:
+                raise ProgramRefusedError(str(error)) from None
         verified = VerifiedProgram(bytes(program), signature, checked_in_child=False)
     else:
         reply, canonical = VERIFIER.verify(bytes(program), label)
