@@ -20,7 +20,7 @@ import tempfile
 import time
 import traceback
 
-import jax  # noqa: F401  (run and profile execute with it)
+from jaxlib import xla_client  # noqa: F401  (run and profile execute with it)
 
 import torchneuron.compiler.pipeline  # noqa: F401  (the parser imports it: once, here)
 from torchneuron.cli import main

@@ -19,16 +19,20 @@ from .conftest import binary_neff
 REPO = Path(__file__).resolve().parents[2]
 
 CHILD = """
-import json, os, numpy as np
+import json, os, sys, numpy as np
+extra = {{}}
+{before}
 from tests.runtime.conftest import binary_neff
 from torchneuron.runtime import load_neff
 from torchneuron.runtime.executor import get_executor
 loaded = load_neff(binary_neff("add", "float32"))
 out = loaded.execute([np.ones((2, 3), np.float32)] * 2)[0]
-names = [open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")]
-print(json.dumps({"flags": os.environ.get("XLA_FLAGS", ""),
+names = [open(f"/proc/self/task/{{t}}/comm").read().strip() for t in os.listdir("/proc/self/task")]
+extra["jax imported"] = "jax" in sys.modules
+{after}
+print(json.dumps({{"flags": os.environ.get("XLA_FLAGS", ""),
                   "single": get_executor().single_threaded, "threads": get_executor().threads,
-                  "pool": names.count("tf_XLAEigen"), "sum": float(out.sum())}))
+                  "pool": names.count("tf_XLAEigen"), "sum": float(out.sum()), **extra}}))
 """
 
 # Whatever this test process was started with, a child sees only what a test gives it.
@@ -41,10 +45,12 @@ THREAD_VARIABLES = (
 )
 
 
-def run_child(extra_env: dict[str, str]) -> dict:
+def run_child(extra_env: dict[str, str], before: str = "", after: str = "") -> dict:
+    """CHILD in a fresh interpreter, ``before`` run first and ``after`` last (either may
+    put figures in the dict ``extra``, which the report includes)."""
     env = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES} | extra_env
     done = subprocess.run(
-        [sys.executable, "-c", CHILD],
+        [sys.executable, "-c", CHILD.format(before=before, after=after)],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -90,6 +96,71 @@ def test_xla_uses_every_core_by_default():
 def test_a_pool_size_the_user_gave_xla_is_left_alone():
     child = run_child({"PJRT_NPROC": "3"})
     assert (child["threads"], child["pool"]) == (None, 3)
+
+
+def test_compiling_and_running_a_program_never_imports_jax():
+    # The executor drives jaxlib's PJRT client itself: `import jax` costs ~0.45 s, the
+    # largest part of a warm process's first step. The child compiles (a cold program)
+    # and runs, and jax stays out of the process.
+    child = run_child({})
+    assert child["jax imported"] is False
+    assert child["sum"] == 12.0
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float8_e4m3fn", "float16"])
+def test_outputs_numpy_cannot_name_are_read_without_jax(dtype):
+    # numpy's buffer protocol has no format for bfloat16 or float8: their outputs are
+    # read through the buffer's DLPack export, still without importing jax. Copied and
+    # uncopied (resident) results, and an empty one, keep dtype, shape and values.
+    after = (
+        "import ml_dtypes\n"
+        f"dt = np.dtype(getattr(ml_dtypes, '{dtype}', None) or '{dtype}')\n"
+        f"low = load_neff(binary_neff('add', '{dtype}', (3, 4)))\n"
+        "x = (np.arange(12).reshape(3, 4) / 4).astype(dt)\n"
+        "(copied,) = low.execute([x, x])\n"
+        "(resident,) = low.execute([x, x], resident=True)\n"
+        "want = (x.astype(np.float32) * 2).astype(dt)\n"
+        "extra['copied'] = [str(copied.dtype), list(copied.shape), copied.flags.writeable,"
+        " bool((copied == want).all())]\n"
+        "extra['resident'] = [str(resident.dtype), bool((resident == want).all())]\n"
+        f"empty = load_neff(binary_neff('add', '{dtype}', (0, 4), name='empty'))\n"
+        "(e,) = empty.execute([x[:0], x[:0]])\n"
+        "extra['empty'] = [str(e.dtype), list(e.shape)]\n"
+        "extra['jax after'] = 'jax' in sys.modules\n"
+    )
+    child = run_child({}, after=after)
+    assert child["copied"] == [dtype, [3, 4], True, True]
+    assert child["resident"] == [dtype, True]
+    assert child["empty"] == [dtype, [0, 4]]
+    assert child["jax after"] is False
+
+
+def test_jax_works_in_a_process_where_we_run_first():
+    # jaxlib makes an output's aval from jax.core once per process, and keeps the answer
+    # (none at all, if the import failed) for good; we never ask it, so jax, imported
+    # after us, gets its arrays whole.
+    after = (
+        "import jax.numpy as jnp\n"
+        "value = jnp.arange(3.0) * 2\n"
+        "extra['jax sum'] = float(value.sum())\n"
+        "extra['jax aval'] = str(value.aval)\n"
+    )
+    child = run_child({}, after=after)
+    assert child["sum"] == 12.0
+    assert (child["jax sum"], child["jax aval"]) == (6.0, "float32[3]")
+
+
+def test_a_cpu_backend_jax_started_first_is_shared():
+    # One XLA CPU client (one thread pool) per process: JAX's, when JAX got there first.
+    before = (
+        "import jax, jax.numpy as jnp\n"
+        "jnp.ones(2).block_until_ready()\n"
+        "from jax.extend.backend import get_backend\n"
+    )
+    after = "extra['shared'] = get_executor()._backend is get_backend('cpu')\n"
+    child = run_child({}, before=before, after=after)
+    assert child["shared"] is True
+    assert child["sum"] == 12.0
 
 
 @pytest.mark.parametrize("value", ["0", "-2", "many", "1.5"])

@@ -35,6 +35,13 @@ starts, so they cannot change afterwards (nor take effect if the process already
 JAX's CPU backend). With nothing asked, a ``PJRT_NPROC`` or ``NPROC`` the user set is
 left to XLA.
 
+jax itself is never imported (it costs ~0.45 s, most of a warm process's first step):
+the executor drives jaxlib's PJRT client (``jaxlib.xla_client``, what jax drives XLA
+through) and supplies the little jax would: a placement (``_device_sharding``), avals
+made from the program's signature, result handlers for the outputs (jaxlib's default
+wrapping imports jax to make avals), and ``host_view`` to read outputs. If this
+process's JAX has already started its CPU client, that client is shared instead.
+
 Outputs: ``make_runner``'s runner returns numpy arrays over the memory of XLA's own
 output buffers (no copy): each buffer was allocated for that one execution, is
 referenced by nothing else, and lives as long as the array does, so the arrays are
@@ -44,8 +51,10 @@ its backward), they are aligned as XLA wants and go back in without a copy.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
+import sys
 import threading
 import time
 import warnings
@@ -152,6 +161,43 @@ class _MemoryOnly(Exception):
     executable, or its NEFF declares another signature and will be refused)."""
 
 
+class _Aval:
+    """The shape and dtype XLA's ``batched_device_put`` records on a new buffer (what a
+    ``jax.core.ShapedArray`` gives it)."""
+
+    __slots__ = ("dtype", "shape", "weak_type")
+
+    def __init__(self, shape: tuple[int, ...], dtype: np.dtype) -> None:
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = False
+
+
+def _device_sharding(xla_client: Any, device: Any) -> Any:
+    """A placement on ``device`` for ``batched_device_put``. jaxlib's C++ sharding asks its
+    Python subclass for two things that jax otherwise supplies: the memory kind (None:
+    the device's default memory) and the HLO sharding (one device: replicated)."""
+    replicated = xla_client.HloSharding.replicate()
+
+    class DeviceSharding(xla_client.SingleDeviceSharding):
+        memory_kind = None
+
+        def _to_xla_hlo_sharding(self, num_dimensions: int) -> Any:
+            return replicated
+
+    return DeviceSharding(device)
+
+
+def _started_jax_cpu_backend() -> Any:
+    """JAX's CPU client when this process's JAX has already started it, else None
+    (without importing jax)."""
+    bridge = sys.modules.get("jax._src.xla_bridge")
+    backends = getattr(bridge, "_backends", None)
+    if not backends or "cpu" not in backends:
+        return None
+    return backends["cpu"]
+
+
 class XlaCpuExecutor:
     """Numerics through XLA's CPU compiler, one PJRT CPU device."""
 
@@ -172,10 +218,15 @@ class XlaCpuExecutor:
         with self._lock:
             if self.started:
                 return
-            from jax._src import xla_bridge
+            # jaxlib's PJRT client directly, not through ``jax``: importing jax costs
+            # ~0.45 s, the largest part of a warm process's first step, and nothing here
+            # needs it. jaxlib.xla_client is the module jax itself drives XLA through.
+            from jaxlib import xla_client
 
             requested = requested_xla_threads()
-            if xla_bridge._backends:
+            jax_backend = _started_jax_cpu_backend()
+            if jax_backend is not None:
+                # JAX's CPU client already runs here: share it (one thread pool, not two).
                 if requested is not None:
                     warnings.warn(
                         f"torchneuron: {settings.XLA_SINGLE_THREADED}/{settings.XLA_THREADS} "
@@ -183,19 +234,17 @@ class XlaCpuExecutor:
                         "so XLA keeps its thread settings",
                         stacklevel=3,
                     )
+                self._backend = jax_backend
             else:
                 self.threads = self._configure_threads(requested)
-            from jax._src import core as jax_core
-            from jax._src.lib import xla_client
-            from jax.extend.backend import get_backend
-            from jax.sharding import SingleDeviceSharding
-
+                # No custom-call targets are registered with this client (JAX registers
+                # LAPACK's): the verifier refuses custom calls anyway.
+                self._backend = xla_client.make_cpu_client(asynchronous=True)
             self._xla_client = xla_client
-            self._shaped_array = jax_core.ShapedArray
-            self._backend = get_backend("cpu")
             self._device = self._backend.devices()[0]
-            self._sharding = SingleDeviceSharding(self._device)
+            self._sharding = _device_sharding(xla_client, self._device)
             self._zero_copy = xla_client.HostBufferSemantics.ZERO_COPY
+            self._result_handler = xla_client._xla.array_result_handler
             self.started = True
 
     @staticmethod
@@ -279,7 +328,7 @@ class XlaCpuExecutor:
             ) from None
 
     def _put(self, array: np.ndarray, force_copy: bool) -> Any:
-        aval = self._shaped_array(array.shape, array.dtype)
+        aval = _Aval(array.shape, array.dtype)
         # batched_device_put is what jax.device_put ends in, minus ~50 us of Python;
         # enable_x64=True keeps 64-bit values without flipping JAX's global x64 switch.
         return self._xla_client.batched_device_put(
@@ -303,13 +352,23 @@ class XlaCpuExecutor:
         self._start()
         put = self._xla_client.batched_device_put
         sharding, devices, zero_copy = self._sharding, [self._device], self._zero_copy
-        execute = prepared.executable.execute
-        avals = [self._shaped_array(t.shape, numpy_dtype(t.dtype)) for t in input_types]
+        execute_sharded = prepared.executable.execute_sharded
+        avals = [_Aval(t.shape, numpy_dtype(t.dtype)) for t in input_types]
+        # One result handler per output, its aval made from the signature: XLA's default
+        # way of wrapping outputs imports all of jax (~0.45 s) to make their avals, and
+        # its checks are jax Python. The host arrays made from the outputs take shape and
+        # dtype from the buffers XLA wrote, never from these avals.
+        handlers = [
+            self._result_handler(
+                _Aval(t.shape, numpy_dtype(t.dtype)), sharding, True, _skip_checks=True
+            )
+            for t in prepared.signature.results
+        ]
         weights = list(weight_buffers)
         inputs_first = list(argument_plan) == list(range(len(input_types))) + [None] * len(weights)
         # owned_output: the output buffer's own memory, writable, handed to the caller;
-        # np.asarray: a read-only view, for a caller that copies the values out at once.
-        to_host = {True: owned_output, False: np.asarray}
+        # host_view: a read-only view, for a caller that copies the values out at once.
+        to_host = {True: owned_output, False: host_view}
 
         if inputs_first:
 
@@ -320,7 +379,8 @@ class XlaCpuExecutor:
                 ]
                 args += weights
                 convert = to_host[copy]
-                return [convert(out) for out in execute(args)]
+                outputs = execute_sharded(args).consume_with_handlers(handlers)
+                return [convert(out) for out in outputs]
 
             return run
 
@@ -341,7 +401,8 @@ class XlaCpuExecutor:
                     avals[source], sharding, [arrays[source]], devices, True, False, zero_copy, True
                 )
             convert = to_host[copy]
-            return [convert(out) for out in execute(args)]
+            outputs = execute_sharded(args).consume_with_handlers(handlers)
+            return [convert(out) for out in outputs]
 
         return run_interleaved
 
@@ -359,6 +420,95 @@ class _OutputBuffer:
         self.buffer = buffer
 
 
+def host_view(buffer: Any) -> np.ndarray:
+    """A read-only numpy view of an XLA output buffer's memory, without a copy.
+
+    Through the buffer protocol where numpy's formats can name the dtype; for bfloat16
+    and the float8 types, which they cannot, through the buffer's DLPack export. Not
+    jaxlib's ``_single_device_array_to_np_array_did_copy``: it imports all of jax
+    (~0.45 s) to make an aval, and is left only for a buffer neither way can read.
+    """
+    try:
+        return np.asarray(memoryview(buffer))
+    except BufferError:
+        pass
+    try:
+        return _dlpack_view(buffer)
+    except (BufferError, RuntimeError, ValueError):  # jaxlib's own errors derive RuntimeError
+        return buffer._single_device_array_to_np_array_did_copy()[0]
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    # DLPack's C struct (dlpack.h, stable since v0.2), which jaxlib exports in a capsule
+    # named "dltensor" whose pointer is a DLManagedTensor, this struct its first member.
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", _DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+_DLPACK_CPU = 1
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype = ctypes.c_void_p
+_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+class _DlpackMemory:
+    """Holds a DLPack capsule (so the buffer it references) under a numpy array."""
+
+    __slots__ = ("__array_interface__", "capsule")
+
+    def __init__(self, capsule: Any, interface: dict) -> None:
+        self.capsule = capsule
+        self.__array_interface__ = interface
+
+
+def _dlpack_view(buffer: Any) -> np.ndarray:
+    """``buffer``'s memory as a read-only numpy array of the dtype of its aval (set from
+    the program's signature), read through its DLPack export; ValueError where the
+    export is not one dense CPU array of that dtype's width."""
+    from jaxlib import xla_client
+
+    dtype = np.dtype(buffer.aval.dtype)
+    buffer.block_until_ready()
+    capsule = xla_client._xla.buffer_to_dlpack_managed_tensor(buffer)
+    tensor = _DLTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
+    shape = tuple(tensor.shape[k] for k in range(tensor.ndim))
+    if (
+        tensor.device.device_type != _DLPACK_CPU
+        or tensor.dtype.lanes != 1
+        or tensor.dtype.bits != 8 * dtype.itemsize
+    ):
+        raise ValueError("not a dense CPU array of the expected element width")
+    if tensor.strides:
+        expected = 1
+        for k in reversed(range(tensor.ndim)):
+            if shape[k] > 1 and tensor.strides[k] != expected:
+                raise ValueError("not a row-major array")
+            expected *= shape[k]
+    raw = np.dtype(f"V{dtype.itemsize}")
+    interface = {
+        "version": 3,
+        "shape": shape,
+        "typestr": raw.str,
+        "data": ((tensor.data or 0) + tensor.byte_offset, True),
+    }
+    return np.asarray(_DlpackMemory(capsule, interface)).view(dtype)
+
+
 def owned_output(buffer: Any) -> np.ndarray:
     """A writable numpy array over an XLA output buffer's memory, without a copy.
 
@@ -368,7 +518,7 @@ def owned_output(buffer: Any) -> np.ndarray:
     reference, so the memory is the caller's to read and write. XLA exports it read-only
     because JAX arrays are immutable, which does not apply to a buffer nobody else sees.
     """
-    view = np.asarray(buffer)
+    view = host_view(buffer)
     if view.flags.writeable or view.size == 0:
         return view if view.flags.writeable else np.empty(view.shape, view.dtype)
     array = np.asarray(_OutputBuffer(view, buffer))
