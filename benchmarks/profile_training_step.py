@@ -5,7 +5,7 @@ nn.MultiheadAttention, LayerNorm, 4x MLP], head, cross-entropy), compiles it wit
 the neuron backend, and splits one training step (forward, backward, SGD) into:
 
 - per NEFF (forward / backward graph): input conversion (``batched_device_put``),
-  XLA execute, output conversion (``executor.owned_output`` of each result: numpy
+  XLA execute, output conversion (``host_buffers.owned_output`` of each result: numpy
   arrays over XLA's output buffers; ``np.array`` copies before issue 12 part 2);
 - the backend wrapper around ``LoadedNeff.execute`` (torch <-> numpy, HBM charge);
 - the rest of the compiled call: Dynamo guards, AOTAutograd runtime wrappers and
@@ -51,7 +51,7 @@ from gpt_stack import train_step_timed as gpt_train_step
 import torchneuron  # noqa: F401  (registers the backend)
 from torchneuron import backend
 from torchneuron.runtime import executor as executor_module
-from torchneuron.runtime import loaded_neff
+from torchneuron.runtime import host_buffers, loaded_neff
 
 # -- the model ------------------------------------------------------------------
 
@@ -97,14 +97,29 @@ def instrumented_make_runner(self, prepared, argument_plan, input_types, weight_
     self._start()
     put = self._xla_client.batched_device_put
     sharding, devices, zero_copy = self._sharding, [self._device], self._zero_copy
-    execute = prepared.executable.execute
-    avals = [self._shaped_array(t.shape, executor_module.numpy_dtype(t.dtype)) for t in input_types]
+    execute_sharded = prepared.executable.execute_sharded
+    numpy_dtype = executor_module.numpy_dtype
+    avals = [executor_module._Aval(t.shape, numpy_dtype(t.dtype)) for t in input_types]
+    results_types = prepared.signature.results
+    handlers = [
+        self._result_handler(
+            executor_module._Aval(t.shape, numpy_dtype(t.dtype)), sharding, True, _skip_checks=True
+        )
+        for t in results_types
+    ]
+    readers = [host_buffers.output_reader(numpy_dtype(t.dtype)) for t in results_types]
     weights = iter(list(weight_buffers))
     template = [next(weights) if s is None else None for s in argument_plan]
     slots = [(pos, s) for pos, s in enumerate(argument_plan) if s is not None]
-    # (np.array: the copy the runner made before owned_output existed, for a "before" run)
-    to_host = {True: getattr(executor_module, "owned_output", np.array), False: np.asarray}
     record = {"name": None}
+
+    def address(buffer):
+        # Through the buffer protocol (unsafe_buffer_pointer imports jax); None for a
+        # type it cannot name (bfloat16, float8).
+        try:
+            return np.asarray(memoryview(buffer)).ctypes.data
+        except BufferError:
+            return None
 
     def run(arrays, copy=True):
         t0 = time.perf_counter()
@@ -115,21 +130,18 @@ def instrumented_make_runner(self, prepared, argument_plan, input_types, weight_
                 avals[source], sharding, [arrays[source]], devices, True, False, zero_copy, True
             )
             args[position] = buffer
-            try:
-                aliased += buffer.unsafe_buffer_pointer() == arrays[source].ctypes.data
-            except Exception:  # noqa: BLE001 (a buffer type without a pointer)
-                pass
+            aliased += address(buffer) == arrays[source].ctypes.data
         t1 = time.perf_counter()
-        results = execute(args)
+        results = execute_sharded(args).consume_with_handlers(handlers)
         for r in results:
             r.block_until_ready()
         t2 = time.perf_counter()
-        convert = to_host[copy]
-        outs = [convert(out) for out in results]
+        if copy:
+            outs = [host_buffers.owned_output(out, read) for out, read in zip(results, readers)]
+        else:
+            outs = [read(out) for out, read in zip(results, readers)]
         t3 = time.perf_counter()
-        copied = sum(
-            o.size > 0 and o.ctypes.data != r.unsafe_buffer_pointer() for o, r in zip(outs, results)
-        )
+        copied = sum(o.size > 0 and o.ctypes.data != address(r) for o, r in zip(outs, results))
         RUNS[record["name"]].append(
             {
                 "put": t1 - t0,

@@ -140,7 +140,7 @@ def test_a_size_less_a_constant_is_a_size_expression():
     # no torch-mlir lowering (its end is not a constant): that graph is compiled per
     # shape, after one warning.
     warnings.filterwarnings("ignore", message=".*_backward has symbolic.*compiled once per shape")
-    for length in (16, 20, 11):
+    for length in (16, 11):  # two lengths show the front half reused
         tokens = torch.randint(0, 128, (2, length))
         torch.testing.assert_close(compiled(tokens), step(reference, tokens))
     for got, want in zip(model.parameters(), reference.parameters()):

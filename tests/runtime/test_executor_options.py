@@ -107,7 +107,7 @@ def test_compiling_and_running_a_program_never_imports_jax():
     assert child["sum"] == 12.0
 
 
-@pytest.mark.parametrize("dtype", ["bfloat16", "float8_e4m3fn", "float16"])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float8_e4m3fn", "float8_e5m2", "float16"])
 def test_outputs_numpy_cannot_name_are_read_without_jax(dtype):
     # numpy's buffer protocol has no format for bfloat16 or float8: their outputs are
     # read through the buffer's DLPack export, still without importing jax. Copied and

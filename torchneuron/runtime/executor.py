@@ -39,8 +39,10 @@ jax itself is never imported (it costs ~0.45 s, most of a warm process's first s
 the executor drives jaxlib's PJRT client (``jaxlib.xla_client``, what jax drives XLA
 through) and supplies the little jax would: a placement (``_device_sharding``), avals
 made from the program's signature, result handlers for the outputs (jaxlib's default
-wrapping imports jax to make avals), and ``host_view`` to read outputs. If this
-process's JAX has already started its CPU client, that client is shared instead.
+wrapping imports jax to make avals), and ``host_buffers.output_reader`` to read
+outputs. If this process's JAX has already started its CPU client, that client is
+shared instead; a JAX started after us makes a client of its own, with its own thread
+pool, sized by the ``PJRT_NPROC`` this process has by then.
 
 Outputs: ``make_runner``'s runner returns numpy arrays over the memory of XLA's own
 output buffers (no copy): each buffer was allocated for that one execution, is
@@ -51,7 +53,6 @@ its backward), they are aligned as XLA wants and go back in without a copy.
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import os
 import sys
@@ -75,6 +76,7 @@ from torchneuron.runtime.executable_cache import (
     encode_payload,
     executable_key,
 )
+from torchneuron.runtime.host_buffers import output_reader, owned_output
 from torchneuron.runtime.program import ProgramSignature, TensorType
 from torchneuron.runtime.verifier import verified_program
 from torchneuron.target.dtypes import numpy_dtype
@@ -237,8 +239,8 @@ class XlaCpuExecutor:
                 self._backend = jax_backend
             else:
                 self.threads = self._configure_threads(requested)
-                # No custom-call targets are registered with this client (JAX registers
-                # LAPACK's): the verifier refuses custom calls anyway.
+                # Custom-call targets (LAPACK's, which jax registers process-wide when
+                # imported) do not matter: the verifier refuses custom calls.
                 self._backend = xla_client.make_cpu_client(asynchronous=True)
             self._xla_client = xla_client
             self._device = self._backend.devices()[0]
@@ -356,8 +358,8 @@ class XlaCpuExecutor:
         avals = [_Aval(t.shape, numpy_dtype(t.dtype)) for t in input_types]
         # One result handler per output, its aval made from the signature: XLA's default
         # way of wrapping outputs imports all of jax (~0.45 s) to make their avals, and
-        # its checks are jax Python. The host arrays made from the outputs take shape and
-        # dtype from the buffers XLA wrote, never from these avals.
+        # its checks are jax Python. The host arrays take their shape from the buffers
+        # XLA wrote, and their dtype too, or (bfloat16, float8) check it against it.
         handlers = [
             self._result_handler(
                 _Aval(t.shape, numpy_dtype(t.dtype)), sharding, True, _skip_checks=True
@@ -367,8 +369,13 @@ class XlaCpuExecutor:
         weights = list(weight_buffers)
         inputs_first = list(argument_plan) == list(range(len(input_types))) + [None] * len(weights)
         # owned_output: the output buffer's own memory, writable, handed to the caller;
-        # host_view: a read-only view, for a caller that copies the values out at once.
-        to_host = {True: owned_output, False: host_view}
+        # else a read-only view, for a caller that copies the values out at once.
+        readers = [output_reader(numpy_dtype(t.dtype)) for t in prepared.signature.results]
+
+        def to_host(outputs: list, copy: bool) -> list:
+            if copy:
+                return [owned_output(out, read) for out, read in zip(outputs, readers)]
+            return [read(out) for out, read in zip(outputs, readers)]
 
         if inputs_first:
 
@@ -378,9 +385,7 @@ class XlaCpuExecutor:
                     for aval, array in zip(avals, arrays)
                 ]
                 args += weights
-                convert = to_host[copy]
-                outputs = execute_sharded(args).consume_with_handlers(handlers)
-                return [convert(out) for out in outputs]
+                return to_host(execute_sharded(args).consume_with_handlers(handlers), copy)
 
             return run
 
@@ -400,130 +405,9 @@ class XlaCpuExecutor:
                 args[position] = put(
                     avals[source], sharding, [arrays[source]], devices, True, False, zero_copy, True
                 )
-            convert = to_host[copy]
-            outputs = execute_sharded(args).consume_with_handlers(handlers)
-            return [convert(out) for out in outputs]
+            return to_host(execute_sharded(args).consume_with_handlers(handlers), copy)
 
         return run_interleaved
-
-
-class _OutputBuffer:
-    """Keeps one XLA output buffer alive under the numpy array made over its memory."""
-
-    __slots__ = ("__array_interface__", "buffer", "view")
-
-    def __init__(self, view: np.ndarray, buffer: Any) -> None:
-        interface = view.__array_interface__  # a new dict at each access
-        interface["data"] = (interface["data"][0], False)  # False: not read-only
-        self.__array_interface__ = interface
-        self.view = view  # holds XLA's export of the buffer
-        self.buffer = buffer
-
-
-def host_view(buffer: Any) -> np.ndarray:
-    """A read-only numpy view of an XLA output buffer's memory, without a copy.
-
-    Through the buffer protocol where numpy's formats can name the dtype; for bfloat16
-    and the float8 types, which they cannot, through the buffer's DLPack export. Not
-    jaxlib's ``_single_device_array_to_np_array_did_copy``: it imports all of jax
-    (~0.45 s) to make an aval, and is left only for a buffer neither way can read.
-    """
-    try:
-        return np.asarray(memoryview(buffer))
-    except BufferError:
-        pass
-    try:
-        return _dlpack_view(buffer)
-    except (BufferError, RuntimeError, ValueError):  # jaxlib's own errors derive RuntimeError
-        return buffer._single_device_array_to_np_array_did_copy()[0]
-
-
-class _DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class _DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class _DLTensor(ctypes.Structure):
-    # DLPack's C struct (dlpack.h, stable since v0.2), which jaxlib exports in a capsule
-    # named "dltensor" whose pointer is a DLManagedTensor, this struct its first member.
-    _fields_ = [
-        ("data", ctypes.c_void_p),
-        ("device", _DLDevice),
-        ("ndim", ctypes.c_int32),
-        ("dtype", _DLDataType),
-        ("shape", ctypes.POINTER(ctypes.c_int64)),
-        ("strides", ctypes.POINTER(ctypes.c_int64)),
-        ("byte_offset", ctypes.c_uint64),
-    ]
-
-
-_DLPACK_CPU = 1
-_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_capsule_pointer.restype = ctypes.c_void_p
-_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-
-
-class _DlpackMemory:
-    """Holds a DLPack capsule (so the buffer it references) under a numpy array."""
-
-    __slots__ = ("__array_interface__", "capsule")
-
-    def __init__(self, capsule: Any, interface: dict) -> None:
-        self.capsule = capsule
-        self.__array_interface__ = interface
-
-
-def _dlpack_view(buffer: Any) -> np.ndarray:
-    """``buffer``'s memory as a read-only numpy array of the dtype of its aval (set from
-    the program's signature), read through its DLPack export; ValueError where the
-    export is not one dense CPU array of that dtype's width."""
-    from jaxlib import xla_client
-
-    dtype = np.dtype(buffer.aval.dtype)
-    buffer.block_until_ready()
-    capsule = xla_client._xla.buffer_to_dlpack_managed_tensor(buffer)
-    tensor = _DLTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
-    shape = tuple(tensor.shape[k] for k in range(tensor.ndim))
-    if (
-        tensor.device.device_type != _DLPACK_CPU
-        or tensor.dtype.lanes != 1
-        or tensor.dtype.bits != 8 * dtype.itemsize
-    ):
-        raise ValueError("not a dense CPU array of the expected element width")
-    if tensor.strides:
-        expected = 1
-        for k in reversed(range(tensor.ndim)):
-            if shape[k] > 1 and tensor.strides[k] != expected:
-                raise ValueError("not a row-major array")
-            expected *= shape[k]
-    raw = np.dtype(f"V{dtype.itemsize}")
-    interface = {
-        "version": 3,
-        "shape": shape,
-        "typestr": raw.str,
-        "data": ((tensor.data or 0) + tensor.byte_offset, True),
-    }
-    return np.asarray(_DlpackMemory(capsule, interface)).view(dtype)
-
-
-def owned_output(buffer: Any) -> np.ndarray:
-    """A writable numpy array over an XLA output buffer's memory, without a copy.
-
-    Waits for the execution that produces ``buffer``. XLA allocated the buffer for that
-    one execution and never writes it again (outputs alias no input: nothing is donated,
-    and constants and parameters are copied into outputs); the caller holds its only
-    reference, so the memory is the caller's to read and write. XLA exports it read-only
-    because JAX arrays are immutable, which does not apply to a buffer nobody else sees.
-    """
-    view = host_view(buffer)
-    if view.flags.writeable or view.size == 0:
-        return view if view.flags.writeable else np.empty(view.shape, view.dtype)
-    array = np.asarray(_OutputBuffer(view, buffer))
-    # numpy names ml_dtypes types (bfloat16, float8) only as raw bytes in the interface
-    return array if array.dtype == view.dtype else array.view(view.dtype)
 
 
 _XLA = XlaCpuExecutor()
