@@ -11,11 +11,18 @@ import os
 import pytest
 import torch
 
+from torchneuron.testing.compile_cost import skip_guard_latency_profiling
+
 # One core per xdist worker: set before anything starts XLA's CPU client or a pool.
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("TORCHNEURON_XLA_THREADS", "1")
     os.environ.setdefault("TORCHNEURON_CONFORMANCE_WORKERS", "1")
     torch.set_num_threads(1)
+
+
+# Tests compile thousands of one-off graphs: Dynamo's timing of each new guard set (a
+# logged metric, ~21 ms a compile) is left out (torchneuron/testing/compile_cost.py).
+skip_guard_latency_profiling()
 
 
 # Longest files first (``--dist loadfile`` hands whole files to the workers in
