@@ -98,13 +98,16 @@ def test_a_pool_size_the_user_gave_xla_is_left_alone():
     assert (child["threads"], child["pool"]) == (None, 3)
 
 
-def test_compiling_and_running_a_program_never_imports_jax():
+def test_compiling_and_running_a_program_never_imports_jax(tmp_path):
     # The executor drives jaxlib's PJRT client itself: `import jax` costs ~0.45 s, the
-    # largest part of a warm process's first step. The child compiles (a cold program)
-    # and runs, and jax stays out of the process.
-    child = run_child({})
+    # largest part of a warm process's first step. The child compiles (its cache folder
+    # is empty: no executable to load), keeps the executable and runs, and jax stays
+    # out of the process.
+    cache = tmp_path / "cache"
+    child = run_child({"TORCHNEURON_CACHE_DIR": str(cache)})
     assert child["jax imported"] is False
     assert child["sum"] == 12.0
+    assert len(list((cache / "xla").iterdir())) == 1  # the executable XLA compiled
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float8_e4m3fn", "float8_e5m2", "float16"])

@@ -85,3 +85,21 @@ def test_outputs_of_every_kind_keep_their_dtype_and_are_writable():
     b[0, 0] = 7
     s[()] = 1
     assert float(b[0, 0]) == 7 and s == 1
+
+
+def test_a_dlpack_export_of_another_type_is_copied_out_with_a_warning():
+    # An export whose type code is not the one the signature's dtype has is never
+    # viewed as that dtype: it is read through jaxlib's copy, after a warning.
+    import pytest
+
+    from torchneuron.runtime import host_buffers
+    from torchneuron.runtime.executor import get_executor
+
+    values = np.arange(6, dtype=np.float32).reshape(2, 3).astype(ml_dtypes.bfloat16)
+    buffer = get_executor().upload_weight(values)
+    bfloat16 = np.dtype(ml_dtypes.bfloat16)
+    viewed = host_buffers._dlpack_view(buffer, bfloat16, code=4)  # kDLBfloat: a view
+    assert viewed.dtype == bfloat16 and (viewed == values).all()
+    with pytest.warns(UserWarning, match="bfloat16 output's DLPack export is not"):
+        copied = host_buffers._dlpack_view(buffer, bfloat16, code=99)
+    assert copied.dtype == bfloat16 and (copied == values).all()

@@ -7,11 +7,20 @@ from torch._dynamo.testing import CompileCounter
 from torchneuron.testing import compile_cost
 
 
-def test_the_suite_skips_the_measurement_and_guards_still_decide_recompiles():
-    # tests/conftest.py skipped it for this process
-    assert compile_cost.skip_guard_latency_profiling() is True
+def test_the_suite_skips_the_measurement_dynamo_would_make_per_compile(monkeypatch, fresh_dynamo):
+    # tests/conftest.py skipped it in this process before any test ran
     assert guards.profile_guard_manager is compile_cost._unmeasured
-    torch._dynamo.reset()
+    # Dynamo calls the name the skip replaces, once per compile
+    calls = []
+    monkeypatch.setattr(guards, "profile_guard_manager", lambda *a: calls.append(a) or 0.0)
+    compiled = torch.compile(lambda x: x - 1, backend=CompileCounter(), dynamic=False)
+    compiled(torch.ones(2))
+    compiled(torch.ones(3))
+    assert len(calls) == 2
+
+
+def test_guards_still_decide_recompiles(fresh_dynamo):
+    assert compile_cost.skip_guard_latency_profiling() is True
     counter = CompileCounter()
     compiled = torch.compile(lambda x: x * 2 + 1, backend=counter, dynamic=False)
     for shape in ((2,), (2,), (3,), (3,), (2,)):

@@ -35,7 +35,8 @@ starts, so they cannot change afterwards (nor take effect if the process already
 JAX's CPU backend). With nothing asked, a ``PJRT_NPROC`` or ``NPROC`` the user set is
 left to XLA.
 
-jax itself is never imported (it costs ~0.45 s, most of a warm process's first step):
+jax itself is imported on no path our dtypes take (it costs ~0.45 s, most of a warm
+process's first step):
 the executor drives jaxlib's PJRT client (``jaxlib.xla_client``, what jax drives XLA
 through) and supplies the little jax would: a placement (``_device_sharding``), avals
 made from the program's signature, result handlers for the outputs (jaxlib's default
@@ -358,8 +359,9 @@ class XlaCpuExecutor:
         avals = [_Aval(t.shape, numpy_dtype(t.dtype)) for t in input_types]
         # One result handler per output, its aval made from the signature: XLA's default
         # way of wrapping outputs imports all of jax (~0.45 s) to make their avals, and
-        # its checks are jax Python. The host arrays take their shape from the buffers
-        # XLA wrote, and their dtype too, or (bfloat16, float8) check it against it.
+        # its checks are jax Python. Host arrays take their shape and dtype from the
+        # buffers XLA wrote; for bfloat16 and float8, whose dtype the buffer protocol
+        # cannot carry, the DLPack export's type code is checked against the signature's.
         handlers = [
             self._result_handler(
                 _Aval(t.shape, numpy_dtype(t.dtype)), sharding, True, _skip_checks=True

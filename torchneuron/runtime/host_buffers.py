@@ -6,10 +6,10 @@
   name (bool, integers, float16/32/64, complex);
 - through the buffer's DLPack export, read with ctypes, for bfloat16 and the float8
   types, which no buffer format names. The export is checked to be one dense CPU array
-  of the expected DLPack type code and width before numpy sees its memory;
-- through jaxlib's ``_single_device_array_to_np_array_did_copy`` only for a type
-  neither can read (none of ours today): it imports all of jax (~0.45 s) to make an
-  aval for a copy of the array.
+  of the expected DLPack type code and width before numpy sees its memory; an export
+  that is not (none of jaxlib 0.10.2's are) is read through jaxlib's
+  ``_single_device_array_to_np_array_did_copy`` instead, a copy, after one warning: it
+  imports all of jax (~0.45 s) to make an aval.
 
 Both first ways are zero-copy views, read-only as XLA exports them; each keeps what
 owns the memory (the buffer, or the capsule that holds a reference to it) alive under
@@ -19,6 +19,7 @@ the array. ``owned_output`` turns such a view into the writable array a caller o
 from __future__ import annotations
 
 import ctypes
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -78,8 +79,8 @@ class _OutputBuffer:
         self.buffer = buffer
 
 
-# DLPack's DLDataTypeCode of each type read through DLPack (dlpack.h: kDLBfloat = 4;
-# the float8 codes were added in DLPack 1.1). jaxlib 0.10.2 exports these codes.
+# DLPack's DLDataTypeCode of each NEFF dtype read through DLPack (dlpack.h: kDLBfloat
+# = 4; the float8 codes came with DLPack 1.1); jaxlib 0.10.2 exports exactly these.
 _DLPACK_CODES = {
     "bfloat16": 4,
     "float8_e3m4": 7,
@@ -89,6 +90,7 @@ _DLPACK_CODES = {
     "float8_e4m3fnuz": 11,
     "float8_e5m2": 12,
     "float8_e5m2fnuz": 13,
+    "float8_e8m0fnu": 14,
 }
 _DLPACK_CPU = 1  # kDLCPU
 
@@ -115,9 +117,11 @@ class _DLTensor(ctypes.Structure):
     ]
 
 
-_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_capsule_pointer.restype = ctypes.c_void_p
-_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+# A prototype of our own: ctypes.pythonapi's function objects are shared by every
+# library in the process, and their restype and argtypes with them.
+_capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi)
+)
 
 
 class _DlpackMemory:
@@ -140,6 +144,11 @@ def _dlpack_view(buffer: Any, dtype: np.dtype, code: int) -> np.ndarray:
     tensor = _DLTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
     shape = tuple(tensor.shape[k] for k in range(tensor.ndim))
     if not _dense_cpu_array(tensor, shape, dtype, code):
+        warnings.warn(
+            f"torchneuron: a {dtype.name} output's DLPack export is not one dense CPU array "
+            "of that type; it is copied out through jaxlib instead (importing jax)",
+            stacklevel=2,
+        )
         return buffer._single_device_array_to_np_array_did_copy()[0]
     interface = {
         "version": 3,
@@ -150,12 +159,9 @@ def _dlpack_view(buffer: Any, dtype: np.dtype, code: int) -> np.ndarray:
     return np.asarray(_DlpackMemory(capsule, interface)).view(dtype)
 
 
-def _dense_cpu_array(tensor: _DLTensor, shape: tuple[int, ...], dtype: np.dtype, code: int):
-    if tensor.device.device_type != _DLPACK_CPU or (
-        tensor.dtype.code,
-        tensor.dtype.bits,
-        tensor.dtype.lanes,
-    ) != (code, 8 * dtype.itemsize, 1):
+def _dense_cpu_array(tensor: _DLTensor, shape: tuple[int, ...], dtype: np.dtype, code: int) -> bool:
+    element = (tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes)
+    if tensor.device.device_type != _DLPACK_CPU or element != (code, 8 * dtype.itemsize, 1):
         return False
     if not tensor.strides or 0 in shape:
         return True  # no strides: row-major by DLPack's definition; empty: no memory read

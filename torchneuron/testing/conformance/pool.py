@@ -1,6 +1,6 @@
 """A pool of long-lived worker processes that run OpInfo entries, surviving crashes.
 
-Starting a worker costs seconds (torch, torch-mlir, jax and the op database
+Starting a worker costs seconds (torch, torch-mlir, jaxlib and the op database
 are imported), so each worker runs many entries. When a worker dies (a
 segfault in native code, an abort, the OOM killer) or an entry runs past the
 time limit, that entry is reported as ``crash`` or ``timeout`` and a fresh
