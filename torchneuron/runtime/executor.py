@@ -35,13 +35,12 @@ starts, so they cannot change afterwards (nor take effect if the process already
 JAX's CPU backend). With nothing asked, a ``PJRT_NPROC`` or ``NPROC`` the user set is
 left to XLA.
 
-jax itself is imported on no path our dtypes take (it costs ~0.45 s, most of a warm
-process's first step):
-the executor drives jaxlib's PJRT client (``jaxlib.xla_client``, what jax drives XLA
-through) and supplies the little jax would: a placement (``_device_sharding``), avals
-made from the program's signature, result handlers for the outputs (jaxlib's default
-wrapping imports jax to make avals), and ``host_buffers.output_reader`` to read
-outputs. If this process's JAX has already started its CPU client, that client is
+No path our dtypes take imports jax itself (~0.45 s, most of a warm process's first
+step): the executor drives jaxlib's PJRT client (``jaxlib.xla_client``, what jax
+drives XLA through) and supplies the little jax would: a placement
+(``_device_sharding``), avals made from the program's signature, result handlers for
+the outputs (jaxlib's default wrapping imports jax to make avals), and
+``host_buffers.output_reader`` to read outputs. If this process's JAX has already started its CPU client, that client is
 shared instead; a JAX started after us makes a client of its own, with its own thread
 pool, sized by the ``PJRT_NPROC`` this process has by then.
 
