@@ -100,14 +100,7 @@ def instrumented_make_runner(self, prepared, argument_plan, input_types, weight_
     execute_sharded = prepared.executable.execute_sharded
     numpy_dtype = executor_module.numpy_dtype
     avals = [executor_module._Aval(t.shape, numpy_dtype(t.dtype)) for t in input_types]
-    results_types = prepared.signature.results
-    handlers = [
-        self._result_handler(
-            executor_module._Aval(t.shape, numpy_dtype(t.dtype)), sharding, True, _skip_checks=True
-        )
-        for t in results_types
-    ]
-    readers = [host_buffers.output_reader(numpy_dtype(t.dtype)) for t in results_types]
+    handlers, readers = self.output_plan(prepared.signature)
     weights = iter(list(weight_buffers))
     template = [next(weights) if s is None else None for s in argument_plan]
     slots = [(pos, s) for pos, s in enumerate(argument_plan) if s is not None]
@@ -136,10 +129,7 @@ def instrumented_make_runner(self, prepared, argument_plan, input_types, weight_
         for r in results:
             r.block_until_ready()
         t2 = time.perf_counter()
-        if copy:
-            outs = [host_buffers.owned_output(out, read) for out, read in zip(results, readers)]
-        else:
-            outs = [read(out) for out, read in zip(results, readers)]
+        outs = host_buffers.host_arrays(results, readers, copy)
         t3 = time.perf_counter()
         # outputs whose address the buffer protocol cannot give (bfloat16, float8) are
         # left out of the count rather than counted as copies

@@ -6,6 +6,7 @@ import gc
 
 import ml_dtypes
 import numpy as np
+import pytest
 
 from torchneuron.runtime import load_neff
 
@@ -90,7 +91,7 @@ def test_outputs_of_every_kind_keep_their_dtype_and_are_writable():
 def test_a_dlpack_export_of_another_type_is_copied_out_with_a_warning():
     # An export whose type code is not the one the signature's dtype has is never
     # viewed as that dtype: it is read through jaxlib's copy, after a warning.
-    import pytest
+    from jaxlib import xla_client
 
     from torchneuron.runtime import host_buffers
     from torchneuron.runtime.executor import get_executor
@@ -98,8 +99,9 @@ def test_a_dlpack_export_of_another_type_is_copied_out_with_a_warning():
     values = np.arange(6, dtype=np.float32).reshape(2, 3).astype(ml_dtypes.bfloat16)
     buffer = get_executor().upload_weight(values)
     bfloat16 = np.dtype(ml_dtypes.bfloat16)
-    viewed = host_buffers._dlpack_view(buffer, bfloat16, code=4)  # kDLBfloat: a view
+    export = xla_client._xla.buffer_to_dlpack_managed_tensor
+    viewed = host_buffers._dlpack_view(buffer, bfloat16, 4, export)  # kDLBfloat: a view
     assert viewed.dtype == bfloat16 and (viewed == values).all()
     with pytest.warns(UserWarning, match="bfloat16 output's DLPack export is not"):
-        copied = host_buffers._dlpack_view(buffer, bfloat16, code=99)
+        copied = host_buffers._dlpack_view(buffer, bfloat16, 99, export)
     assert copied.dtype == bfloat16 and (copied == values).all()

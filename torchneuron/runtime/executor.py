@@ -76,7 +76,7 @@ from torchneuron.runtime.executable_cache import (
     encode_payload,
     executable_key,
 )
-from torchneuron.runtime.host_buffers import output_reader, owned_output
+from torchneuron.runtime.host_buffers import host_arrays, output_reader
 from torchneuron.runtime.program import ProgramSignature, TensorType
 from torchneuron.runtime.verifier import verified_program
 from torchneuron.target.dtypes import numpy_dtype
@@ -342,6 +342,24 @@ class XlaCpuExecutor:
         # A private copy: the caller's array (often a view of a NEFF file buffer) may change.
         return self._put(np.asarray(array), force_copy=True)
 
+    def output_plan(self, signature: ProgramSignature) -> tuple[list, list]:
+        """Per result of ``signature``: the handler XLA wraps its buffer with, and how the
+        buffer is read (``host_buffers.output_reader``).
+
+        The handlers' avals come from the signature: XLA's default way of wrapping
+        outputs imports all of jax (~0.45 s) to make their avals, and its checks are jax
+        Python. Host arrays take their shape and dtype from the buffers XLA wrote; for
+        bfloat16 and float8, whose dtype the buffer protocol cannot carry, the DLPack
+        export's type code is checked against the signature's."""
+        self._start()
+        handlers, readers = [], []
+        for result in signature.results:
+            dtype = numpy_dtype(result.dtype)
+            aval = _Aval(result.shape, dtype)
+            handlers.append(self._result_handler(aval, self._sharding, True, _skip_checks=True))
+            readers.append(output_reader(dtype))
+        return handlers, readers
+
     def make_runner(
         self,
         prepared: PreparedProgram,
@@ -356,27 +374,9 @@ class XlaCpuExecutor:
         sharding, devices, zero_copy = self._sharding, [self._device], self._zero_copy
         execute_sharded = prepared.executable.execute_sharded
         avals = [_Aval(t.shape, numpy_dtype(t.dtype)) for t in input_types]
-        # One result handler per output, its aval made from the signature: XLA's default
-        # way of wrapping outputs imports all of jax (~0.45 s) to make their avals, and
-        # its checks are jax Python. Host arrays take their shape and dtype from the
-        # buffers XLA wrote; for bfloat16 and float8, whose dtype the buffer protocol
-        # cannot carry, the DLPack export's type code is checked against the signature's.
-        handlers = [
-            self._result_handler(
-                _Aval(t.shape, numpy_dtype(t.dtype)), sharding, True, _skip_checks=True
-            )
-            for t in prepared.signature.results
-        ]
+        handlers, readers = self.output_plan(prepared.signature)
         weights = list(weight_buffers)
         inputs_first = list(argument_plan) == list(range(len(input_types))) + [None] * len(weights)
-        # owned_output: the output buffer's own memory, writable, handed to the caller;
-        # else a read-only view, for a caller that copies the values out at once.
-        readers = [output_reader(numpy_dtype(t.dtype)) for t in prepared.signature.results]
-
-        def to_host(outputs: list, copy: bool) -> list:
-            if copy:
-                return [owned_output(out, read) for out, read in zip(outputs, readers)]
-            return [read(out) for out, read in zip(outputs, readers)]
 
         if inputs_first:
 
@@ -386,7 +386,9 @@ class XlaCpuExecutor:
                     for aval, array in zip(avals, arrays)
                 ]
                 args += weights
-                return to_host(execute_sharded(args).consume_with_handlers(handlers), copy)
+                return host_arrays(
+                    execute_sharded(args).consume_with_handlers(handlers), readers, copy
+                )
 
             return run
 
@@ -406,7 +408,7 @@ class XlaCpuExecutor:
                 args[position] = put(
                     avals[source], sharding, [arrays[source]], devices, True, False, zero_copy, True
                 )
-            return to_host(execute_sharded(args).consume_with_handlers(handlers), copy)
+            return host_arrays(execute_sharded(args).consume_with_handlers(handlers), readers, copy)
 
         return run_interleaved
 

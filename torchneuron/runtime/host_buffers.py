@@ -30,10 +30,23 @@ Reader = Callable[[Any], np.ndarray]
 
 def output_reader(dtype: np.dtype) -> Reader:
     """How to read the buffers of an output of ``dtype`` (a read-only view each)."""
-    code = _DLPACK_CODES.get(np.dtype(dtype).name)
+    dtype = np.dtype(dtype)
+    code = _DLPACK_CODES.get(dtype.name)
     if code is None:
         return _protocol_view
-    return lambda buffer: _dlpack_view(buffer, np.dtype(dtype), code)
+    from jaxlib import xla_client
+
+    export = xla_client._xla.buffer_to_dlpack_managed_tensor
+    return lambda buffer: _dlpack_view(buffer, dtype, code, export)
+
+
+def host_arrays(outputs: list, readers: list[Reader], copy: bool) -> list[np.ndarray]:
+    """Numpy arrays over one execution's output buffers: each the caller's own, writable
+    (``owned_output``), or (``copy`` False) read-only views, for a caller that copies the
+    values out at once."""
+    if copy:
+        return [owned_output(out, read) for out, read in zip(outputs, readers)]
+    return [read(out) for out, read in zip(outputs, readers)]
 
 
 def owned_output(buffer: Any, read: Reader) -> np.ndarray:
@@ -134,13 +147,14 @@ class _DlpackMemory:
         self.__array_interface__ = interface
 
 
-def _dlpack_view(buffer: Any, dtype: np.dtype, code: int) -> np.ndarray:
-    """``buffer``'s memory as a read-only array of ``dtype``, through its DLPack export;
-    where the export is not one dense CPU array of ``dtype``, a copy through jaxlib."""
-    from jaxlib import xla_client
-
+def _dlpack_view(
+    buffer: Any, dtype: np.dtype, code: int, export: Callable[[Any], Any]
+) -> np.ndarray:
+    """``buffer``'s memory as a read-only array of ``dtype``, through the DLPack capsule
+    ``export`` makes of it; where that is not one dense CPU array of ``dtype``, a copy
+    through jaxlib."""
     buffer.block_until_ready()  # an execution that failed raises its own error here
-    capsule = xla_client._xla.buffer_to_dlpack_managed_tensor(buffer)
+    capsule = export(buffer)
     tensor = _DLTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
     shape = tuple(tensor.shape[k] for k in range(tensor.ndim))
     if not _dense_cpu_array(tensor, shape, dtype, code):
