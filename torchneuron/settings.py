@@ -28,6 +28,7 @@ XLA_SINGLE_THREADED = "TORCHNEURON_XLA_SINGLE_THREADED"
 XLA_THREADS = "TORCHNEURON_XLA_THREADS"
 LAUNCH_BLOCKING = "NEURON_LAUNCH_BLOCKING"
 EAGER_FUSION = "TORCHNEURON_EAGER_FUSION"
+INTERPRET = "TORCHNEURON_INTERPRET"
 BUCKETS = "TORCHNEURON_BUCKETS"
 CHECK = "TORCHNEURON_CHECK"
 CHECK_DIR = "TORCHNEURON_CHECK_DIR"
@@ -48,6 +49,7 @@ VARIABLES: dict[str, str] = {
     XLA_THREADS: "threads of the numerics (default: every core the process may use)",
     LAUNCH_BLOCKING: "1: eager ops run synchronously, errors raised at the op (read once)",
     EAGER_FUSION: "0: eager ops are never fused into one program (default on)",
+    INTERPRET: "0: an eager op's new bucket waits for its compile instead of running interpreted until the compile is done (default on)",
     BUCKETS: "sizes torch.compile pads dynamic inference sizes (and eager ops their changed sizes) up to: 32,64,128, auto (default) or off",
     CHECK: "1: every compiled graph also runs on the CPU; a differing output raises NumericsMismatchError",
     CHECK_DIR: "check mode writes the smallest failing program (script, inputs, StableHLO) here",
@@ -65,6 +67,7 @@ FLAGS = (
     XLA_SINGLE_THREADED,
     LAUNCH_BLOCKING,
     EAGER_FUSION,
+    INTERPRET,
     CHECK,
     UPDATE_GOLDENS,
 )

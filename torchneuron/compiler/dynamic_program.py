@@ -83,21 +83,15 @@ class DynamicProgram:
     _specialized: LRU = field(default_factory=lambda: LRU(SPECIALIZATION_CAPACITY), repr=False)
     _loaded: LRU = field(default_factory=lambda: LRU(SPECIALIZATION_CAPACITY), repr=False)
     _weights_digest: str | None = field(default=None, repr=False)
+    _text_digest: str | None = field(default=None, repr=False)
 
     def specialize(self, shapes: Sequence[Sequence[int]]) -> CompiledGraph:
         """The program compiled for inputs of ``shapes`` (cached per shape)."""
         key = tuple(tuple(int(d) for d in s) for s in shapes)
-        hit = self._specialized.get(key)
-        if hit is not None:
-            STATS["specialization_hits"] += 1
-            return hit
-        self.signature.bind(key)
+        found = self.stored(key)
+        if found is not None:
+            return found
         disk_key = self._disk_key(key)
-        stored = graph_cache.load(disk_key, self._specialized_name(key), self.target)
-        if stored is not None:  # specialized by an earlier process
-            STATS["disk_specializations"] += 1
-            self._specialized.put(key, stored)
-            return stored
         start = time.perf_counter()
         refined = refine(self.text, key, self.signature)
         refine_seconds = time.perf_counter() - start
@@ -123,6 +117,21 @@ class DynamicProgram:
         graph_cache.store(disk_key, compiled)
         return compiled
 
+    def stored(self, shapes: Sequence[Sequence[int]]) -> CompiledGraph | None:
+        """The program's specialization for ``shapes`` if this process has it or an
+        earlier one stored it (then it is loaded from disk), else None: nothing compiles."""
+        key = tuple(tuple(int(d) for d in s) for s in shapes)
+        hit = self._specialized.get(key)
+        if hit is not None:
+            STATS["specialization_hits"] += 1
+            return hit
+        self.signature.bind(key)
+        stored = graph_cache.load(self._disk_key(key), self._specialized_name(key), self.target)
+        if stored is not None:  # specialized by an earlier process
+            STATS["disk_specializations"] += 1
+            self._specialized.put(key, stored)
+        return stored
+
     def _specialized_name(self, key: tuple) -> str:
         name = f"{self.name}_" + "_".join("x".join(map(str, s)) or "s" for s in key)
         if len(name) <= SPECIALIZED_NAME_LIMIT:
@@ -142,9 +151,11 @@ class DynamicProgram:
                 digest.update(f"{name}:{array.dtype}:{array.shape};".encode())
                 digest.update(array.tobytes())
             self._weights_digest = digest.hexdigest()
+        if self._text_digest is None:
+            self._text_digest = hashlib.sha256(self.text.encode()).hexdigest()
         parts = (
             "dynamic specialization",
-            self.text,
+            self._text_digest,
             repr(shapes),
             self.name,
             self.target,

@@ -44,6 +44,9 @@ class PaddedProgram:
     outputs: tuple[tuple[tuple[int | str, ...], torch.dtype], ...] = ()
     # the padded sizes chosen for calls so far (``BucketedFunction.choose`` borrows them)
     chosen: list[dict[str, int]] = field(default_factory=list)
+    # the program read by the interpreter (``runtime/interpreter.py``), which runs a new
+    # bucket's calls until its specialization is compiled; None where it cannot
+    interpreted: Any = None
 
     def output_metas(self, values: dict[str, int]) -> tuple[tuple, ...]:
         """(shape, contiguous stride, dtype) of each output for the symbols' ``values``."""
@@ -122,7 +125,25 @@ def _compile(op_name, specs, dynamic, traced_fn, buckets, fresh_count, target) -
         symbolic,
         fresh_count,
         _output_shapes(gm, op_name),
+        interpreted=_interpreted(program),
     )
+
+
+def _interpreted(program: Any) -> Any:
+    """``program`` read by the interpreter, or None (an op or type it does not cover)."""
+    from torchneuron.passes.ir_utils import parse_module
+    from torchneuron.runtime.interpreter import InterpretedProgram, Uninterpretable
+
+    from .program import checks_of
+
+    if program.weights:
+        return None
+    try:
+        module = parse_module(program.text)
+        checks = [(c["result"], c["error"], c["message"]) for c in checks_of(module)]
+        return InterpretedProgram(module, program.name, checks)
+    except Uninterpretable:
+        return None
 
 
 def _output_shapes(gm: torch.fx.GraphModule, op_name: str) -> tuple:

@@ -47,7 +47,18 @@ from torchneuron.lru import LRU
 
 # padded_programs: ops compiled padded; refusals: shape classes that compile each size;
 # padded_calls / exact_calls: calls run by a padded program at a larger / their own size
-STATS = Counters("padded_programs", "refusals", "padded_calls", "exact_calls")
+# interpreted_buckets: buckets whose calls ran interpreted while they compiled;
+# interpreted_calls: calls run so; interpreter_refusals: calls whose values needed the
+# compiled program at once
+STATS = Counters(
+    "padded_programs",
+    "refusals",
+    "padded_calls",
+    "exact_calls",
+    "interpreted_buckets",
+    "interpreted_calls",
+    "interpreter_refusals",
+)
 reset_stats = STATS.reset
 stats = STATS.snapshot
 
@@ -338,10 +349,11 @@ class PaddedRunner:
     needs (the symbols' true sizes, the padding, the masks, the loaded program).
     """
 
-    __slots__ = ("loaded", "masks", "padded", "slices", "widths")
+    __slots__ = ("device", "grown", "loaded", "masks", "padded", "pending", "slices", "widths")
 
     def __init__(self, padded: Any):
         self.padded = padded
+        self.pending = None  # specialize_later.Pending while the interpreter runs the calls
 
     @property
     def key(self) -> str:
@@ -373,16 +385,42 @@ class PaddedRunner:
             position: {axis: true[symbol] for axis, symbol in dims}
             for position, dims in bucket_plan.outputs.items()
         }
+        self.grown, self.device = grown, device
+        if _interpret(padded) and padded.program.stored(grown) is None:
+            from torchneuron.compiler import specialize_later
+            from torchneuron.runtime import get_core
+            from torchneuron.runtime.interpreter import Interpreted
+
+            # a bucket nothing specialized: its calls run interpreted until the
+            # background thread has compiled it
+            self.loaded = Interpreted(padded.interpreted, get_core(device))
+            key = (id(padded.program), tuple(map(tuple, grown)), device)
+            self.pending = specialize_later.submit(
+                key, lambda: padded.program.loaded(grown, device)
+            )
+            STATS["interpreted_buckets"] += 1
+            return
         self.loaded = padded.program.loaded(grown, device)
 
     def execute(self, device: int, inputs: list) -> list[np.ndarray]:
         """The outputs for ``inputs`` (the call's tensors, then its lifted scalars)."""
+        from torchneuron.runtime.interpreter import Uninterpretable
+
         STATS["padded_calls" if self.widths else "exact_calls"] += 1
+        if self.pending is not None and self.pending.done:
+            self._take_compiled()
         call = [
             np.pad(array, self.widths[i]) if i in self.widths else np.asarray(array)
             for i, array in enumerate(inputs)
         ]
-        outputs = self.loaded.execute(call + self.masks)
+        try:
+            outputs = self.loaded.execute(call + self.masks)
+        except Uninterpretable:  # this call's values need the compiled program
+            STATS["interpreter_refusals"] += 1
+            self._compile_now()
+            outputs = self.loaded.execute(call + self.masks)
+        if self.loaded.interpreted:
+            STATS["interpreted_calls"] += 1
         for position, sizes in self.slices.items():
             index = tuple(
                 slice(0, sizes[a]) if a in sizes else slice(None)
@@ -390,3 +428,37 @@ class PaddedRunner:
             )
             outputs[position] = np.ascontiguousarray(outputs[position][index])
         return outputs
+
+    def _take_compiled(self) -> None:
+        """Run the finished specialization from now on (a failed one: stay interpreted)."""
+        from torchneuron.compiler.specialize_later import Abandoned
+
+        pending, self.pending = self.pending, None
+        if pending.error is None:
+            self.loaded = pending.value
+        elif isinstance(pending.error, Abandoned):
+            self._compile_now()  # queued in a parent process: compile it here
+
+    def _compile_now(self) -> None:
+        """Wait for the background build of this bucket, or compile it on this thread."""
+        pending = self.pending
+        if pending is not None:
+            pending.wait()
+            self.pending = None
+            if pending.error is None:
+                self.loaded = pending.value
+                return
+        self.loaded = self.padded.program.loaded(self.grown, self.device)
+
+
+def _interpret(padded: Any) -> bool:
+    """Whether a new bucket of ``padded`` runs interpreted while it compiles: the program
+    reads into the interpreter, the switch is on, and results need not be bit-stable
+    (deterministic algorithms: the interpreter's last bits may differ from XLA's)."""
+    from torchneuron import settings
+
+    return (
+        padded.interpreted is not None
+        and settings.env_flag(settings.INTERPRET, default=True)
+        and not torch.are_deterministic_algorithms_enabled()
+    )

@@ -143,6 +143,8 @@ def _release(allocator, handles: list[int]) -> None:
 class LoadedNeff:
     """A NEFF resident on one NeuronCore: weights uploaded, program compiled."""
 
+    interpreted = False  # see runtime/interpreter.py's Interpreted
+
     def __init__(self, neff: Any, core: NeuronCore, executor: Any) -> None:
         self.name: str = str(neff.name)
         self.label = f"NEFF {self.name!r}"

@@ -1,0 +1,215 @@
+"""A numpy interpreter of StableHLO programs: a new shape's first calls, compiled later.
+
+XLA's compile of even a one-op program takes 30-120 ms on these machines, so a
+program that must be specialized for a new shape (an eager op's new bucket) cost that
+much at its first call, for every op of a step. ``InterpretedProgram`` reads a
+program once, its sizes symbolic or not, into a list of numpy closures
+(``interpreter_ops.py``, ``interpreter_structured.py``) and runs it on the call's
+arrays: no shape refinement, no passes, no compile. The device runs a new bucket this
+way while the compiled specialization is built on a background thread
+(``compiler/specialize_later.py``), and switches to it once it is ready.
+
+It covers what numpy computes exactly as StableHLO specifies: f32, f64, integer and
+bool values; elementwise and shape ops (the dynamic ones included); reduce and
+scatter with one combining op; dot_general; gather. A program with anything else is
+``Uninterpretable`` when read (it is compiled at once, as before), and so is a call
+whose values numpy would treat differently (an integer division by zero, a
+conversion out of range, a scatter out of range): that call runs compiled. Floating
+results follow numpy's arithmetic (unfused, pairwise sums), so they may differ from
+the compiled program's in the last bits, as two XLA builds' do.
+
+``Interpreted`` binds a program to a core and executes it as a ``LoadedNeff`` does:
+run-time checks raise their errors, the core's HBM is charged for the run (inputs,
+outputs and the largest set of live intermediate values), and the execute hooks
+(profiler) see the run, unestimated (no schedule: the cost model prices compiled
+programs only).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from torch_mlir import ir
+
+from . import interpreter_structured  # noqa: F401  (registers reduce, dot, gather, scatter)
+from .errors import CHECK_ERRORS
+from .interpreter_ops import MAKERS
+from .interpreter_types import Uninterpretable, element_dtype
+
+__all__ = ["Interpreted", "InterpretedProgram", "Uninterpretable"]
+
+# Programs longer than this are left to the compiler: a step costs microseconds of
+# Python, and a program this long is one whose compile pays for itself.
+MAX_OPS = 4096
+
+
+class InterpretedProgram:
+    """A StableHLO program's ``@main`` read into numpy closures, run by ``run``."""
+
+    def __init__(self, program: str | ir.Module, name: str, checks: Sequence = ()):
+        """Read ``program`` (text, or a module already parsed). ``checks`` are its
+        run-time checks as (result position, error kind, message)."""
+        from torchneuron.passes.ir_utils import parse_module
+
+        self.name = name
+        try:
+            module = parse_module(program) if isinstance(program, str) else program
+        except ir.MLIRError as error:
+            raise Uninterpretable(f"{name}: the program does not parse: {error}") from None
+        func = next(
+            (
+                op.operation
+                for op in module.body.operations
+                if op.operation.name == "func.func"
+                and ir.StringAttr(op.operation.attributes["sym_name"]).value == "main"
+            ),
+            None,
+        )
+        if func is None:
+            raise Uninterpretable(f"{name}: no func.func @main")
+        block = func.regions[0].blocks[0]
+        slots: dict[Any, int] = {}
+        self.inputs: list[tuple[np.dtype, tuple[int | None, ...]]] = []
+        for argument in block.arguments:
+            slots[argument] = len(slots)
+            self.inputs.append(_tensor_type(argument.type, name))
+        steps: list[list] = []
+        outputs: list[int] | None = None
+        for view in block.operations:
+            op = view.operation
+            if op.name == "func.return":
+                outputs = [_slot(slots, value, name) for value in op.operands]
+                break
+            if len(steps) >= MAX_OPS:
+                raise Uninterpretable(f"{name}: longer than {MAX_OPS} ops")
+            maker = MAKERS.get(op.name)
+            if maker is None:
+                raise Uninterpretable(f"{name}: op {op.name}")
+            if len(op.results) != 1:
+                raise Uninterpretable(f"{name}: {op.name} with {len(op.results)} results")
+            result = _tensor_type(op.results[0].type, name)
+            fn = maker(op, [result])
+            operands = [_slot(slots, value, name) for value in op.operands]
+            slots[op.results[0]] = len(slots)
+            steps.append([fn, operands, len(slots) - 1, *result, ()])
+        if outputs is None:
+            raise Uninterpretable(f"{name}: @main does not return")
+        self._slot_count = len(slots)
+        self._outputs = outputs
+        # free each intermediate value after its last use
+        last_use: dict[int, int] = {}
+        for index, step in enumerate(steps):
+            for slot in step[1]:
+                last_use[slot] = index
+        kept = set(outputs)
+        for slot, index in last_use.items():
+            if slot not in kept:
+                steps[index][5] += (slot,)
+        self._steps = [tuple(step) for step in steps]
+        self.checks = tuple(
+            (position, _check_error(kind, name), message) for position, kind, message in checks
+        )
+
+    def run(self, inputs: Sequence[np.ndarray]) -> tuple[list[np.ndarray], int]:
+        """The program's outputs (new arrays, owned and writable) and the largest number
+        of bytes its values held at once. ``Uninterpretable`` when a value needs the
+        compiled program; ``ValueError`` when the inputs do not fit its signature."""
+        if len(inputs) != len(self.inputs):
+            raise ValueError(f"{self.name} takes {len(self.inputs)} inputs, got {len(inputs)}")
+        values: list[Any] = [None] * self._slot_count
+        live = 0
+        for index, (array, (dtype, shape)) in enumerate(zip(inputs, self.inputs)):
+            array = np.asarray(array)
+            if array.dtype != dtype or not _fits(array.shape, shape):
+                raise ValueError(
+                    f"{self.name}: input {index} is {array.dtype}{list(array.shape)}, the "
+                    f"program takes {dtype}{[d if d is not None else '?' for d in shape]}"
+                )
+            values[index] = array
+            live += array.nbytes
+        peak = live
+        with np.errstate(all="ignore"):
+            for fn, operands, slot, dtype, shape, frees in self._steps:
+                value = np.asarray(fn(*[values[i] for i in operands]))
+                if value.dtype != dtype or not _fits(value.shape, shape):
+                    raise Uninterpretable(
+                        f"{self.name}: a step gave {value.dtype}{list(value.shape)} where "
+                        f"the program says {dtype}{list(shape)}"
+                    )
+                values[slot] = value
+                live += value.nbytes
+                peak = max(peak, live)
+                for index in frees:
+                    live -= values[index].nbytes
+                    values[index] = None
+        return [np.array(values[i], order="C") for i in self._outputs], peak
+
+
+class Interpreted:
+    """An ``InterpretedProgram`` on a core, executed as a ``LoadedNeff`` is."""
+
+    schedule = None  # nothing estimated: the profiler shows the run's host time
+    interpreted = True
+
+    def __init__(self, program: InterpretedProgram, core: Any):
+        self.program = program
+        self.core = core
+        self.name = f"{program.name} (interpreted)"
+        self.label = f"program {self.name!r}"
+        self._tag = f"execution buffers of {self.label}"
+
+    def execute(self, inputs: Sequence[np.ndarray], *, resident: bool = False) -> list:
+        from .loaded_neff import _EXECUTE_HOOKS
+
+        start = time.perf_counter()
+        outputs, peak = self.program.run(inputs)
+        seconds = time.perf_counter() - start
+        # resident inputs live in device memory already
+        charge = peak - (sum(np.asarray(a).nbytes for a in inputs) if resident else 0)
+        if charge > 0:  # what the run held, checked against the core's capacity
+            self.core.hbm.free(self.core.hbm.allocate(charge, self._tag))
+        for hook in tuple(_EXECUTE_HOOKS):
+            hook(self, start, seconds)
+        checks = self.program.checks
+        if not checks:
+            return outputs
+        for position, error, message in checks:
+            if not np.all(outputs[position]):
+                raise error(message)
+        positions = {position for position, _, _ in checks}
+        return [output for i, output in enumerate(outputs) if i not in positions]
+
+    __call__ = execute
+
+
+def _tensor_type(mlir_type: Any, name: str) -> tuple[np.dtype, tuple[int | None, ...]]:
+    try:
+        tensor = ir.RankedTensorType(mlir_type)
+    except ValueError:
+        raise Uninterpretable(f"{name}: a value of type {mlir_type}") from None
+    dynamic = ir.ShapedType.get_dynamic_size()
+    shape = tuple(None if d == dynamic else int(d) for d in tensor.shape)
+    return element_dtype(tensor.element_type), shape
+
+
+def _slot(slots: dict, value: Any, name: str) -> int:
+    slot = slots.get(value)
+    if slot is None:
+        raise Uninterpretable(f"{name}: a value defined outside @main's body")
+    return slot
+
+
+def _fits(actual: tuple, declared: tuple) -> bool:
+    return len(actual) == len(declared) and all(
+        d is None or a == d for a, d in zip(actual, declared)
+    )
+
+
+def _check_error(kind: str, name: str) -> type:
+    error = CHECK_ERRORS.get(kind or "RuntimeError")
+    if error is None:
+        raise Uninterpretable(f"{name}: a run-time check raising {kind!r}")
+    return error
