@@ -5,6 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from torchneuron.compiler import specialize_later
 from torchneuron.device import compiled, padded
 
 
@@ -158,11 +159,14 @@ def test_a_new_size_runs_at_a_larger_bucket_already_compiled():
 
     for n in (8, 8, 20):  # 20: the class's padded program, at bucket 24
         scaled(n)
+    specialize_later.drain()  # bucket 24 compiles on the background thread
     dynamic.reset_stats()
     for n in (7, 9, 13, 22):  # 24 holds each within 4x its size
         scaled(n)
+    specialize_later.drain()
     assert dynamic.stats()["specializations"] == 0
     scaled(5)  # 24 is 4.8x 5: its own bucket, 6, for each of the two ops
+    specialize_later.drain()
     assert dynamic.stats()["specializations"] == 2
 
 
@@ -177,3 +181,64 @@ def test_shapes_met_in_one_round_are_not_a_change_of_size():
     b = torch.randn(5, 16)
     torch.testing.assert_close((b.to("neuron") @ w1).cpu(), b @ w1.cpu())  # a new batch size
     assert padded.stats()["padded_programs"] == 1
+
+
+def _mlp_on(device, hidden):
+    # a hidden width per test: no exact program of another test's shapes is reused
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(12, hidden), nn.ReLU(), nn.Linear(hidden, 5)).to(device)
+    return model, torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def test_a_new_bucket_runs_interpreted_until_its_compile_is_done():
+    sizes = [8, 8, 20, 20, 21]  # 20 and 21: bucket 24, new, then compiled in the background
+    losses = {}
+    for device in ("neuron", "cpu"):
+        model, opt = _mlp_on(device, 17)
+        losses[device] = []
+        for seed, n in enumerate(sizes):
+            losses[device].append(_step(model, opt, n, seed))
+            if device == "neuron" and n == 20:
+                specialize_later.drain()
+        if device == "neuron":
+            weights = [p.detach().cpu() for p in model.parameters()]
+            stats = padded.stats()
+        else:
+            reference = [p.detach() for p in model.parameters()]
+    assert losses["neuron"] == pytest.approx(losses["cpu"], rel=1e-5, abs=1e-6)
+    for got, want in zip(weights, reference):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    # the first step at 20 ran its ops interpreted; after the build, 20 and 21 ran compiled
+    assert stats["interpreted_buckets"] >= 8
+    assert 0 < stats["interpreted_calls"] <= stats["interpreted_buckets"]
+    assert stats["padded_calls"] > stats["interpreted_calls"]
+    assert specialize_later.stats()["built"] >= stats["interpreted_buckets"]
+
+
+@pytest.mark.parametrize("switch", ["variable", "deterministic"])
+def test_a_new_bucket_compiles_at_once_when_the_interpreter_is_off(switch, monkeypatch):
+    if switch == "variable":
+        monkeypatch.setenv("TORCHNEURON_INTERPRET", "0")
+    else:
+        monkeypatch.setattr(torch, "are_deterministic_algorithms_enabled", lambda: True)
+    model, opt = _mlp_on("neuron", 18 if switch == "variable" else 19)
+    for seed, n in enumerate([8, 8, 20]):
+        _step(model, opt, n, seed)
+    stats = padded.stats()
+    assert stats["padded_calls"] > 0
+    assert stats["interpreted_buckets"] == stats["interpreted_calls"] == 0
+
+
+def test_a_call_the_interpreter_refuses_runs_compiled(monkeypatch):
+    from torchneuron.runtime import interpreter
+
+    def refuse(self, inputs):
+        raise interpreter.Uninterpretable("a value the interpreter leaves to the compiled program")
+
+    monkeypatch.setattr(interpreter.InterpretedProgram, "run", refuse)
+    for n in (8, 8, 20):
+        x = torch.randn(n, 11)
+        torch.testing.assert_close((x.to("neuron").exp() * 3).cpu(), x.exp() * 3)
+    stats = padded.stats()
+    assert stats["interpreted_buckets"] == stats["interpreter_refusals"] == 2
+    assert stats["interpreted_calls"] == 0

@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from torch_mlir import ir
 from torch_mlir._mlir_libs import _stablehlo as shlo
 
 from .interpreter_ops import MAKERS, _ints
@@ -155,9 +154,7 @@ def _gather(op, results):
         kept = [d for d in range(operand.ndim) if d not in collapsed]
         sizes = [slice_sizes[d] for d in kept]
         batch = starts.shape[:-1]
-        found = np.broadcast_to(
-            operand[_window_index(starts, kept, sizes)], batch + tuple(sizes)
-        )
+        found = np.broadcast_to(operand[_window_index(starts, kept, sizes)], batch + tuple(sizes))
         rank = len(batch) + len(kept)
         batch_positions = [i for i in range(rank) if i not in offset_dims]
         order = [

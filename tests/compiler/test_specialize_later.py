@@ -1,0 +1,100 @@
+"""The background thread that builds specializations while the interpreter runs calls."""
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+
+from torchneuron.compiler import specialize_later
+
+
+def test_one_build_per_key_and_its_value_reaches_every_waiter():
+    release = threading.Event()
+    calls = []
+
+    def build():
+        calls.append(1)
+        release.wait(5)
+        return "built"
+
+    first = specialize_later.submit(("key", 1), build)
+    second = specialize_later.submit(("key", 1), build)
+    assert second is first and not first.done
+    release.set()
+    assert first.wait(5) and first.value == "built" and first.error is None
+    assert calls == [1]
+    # once ended, the key may be built again
+    again = specialize_later.submit(("key", 1), lambda: "again")
+    assert again is not first and again.wait(5) and again.value == "again"
+
+
+def test_a_failed_build_hands_its_error_to_the_pending():
+    before = specialize_later.stats()["failed"]
+
+    def build():
+        raise ValueError("refinement failed")
+
+    pending = specialize_later.submit(("failing",), build)
+    assert pending.wait(5)
+    assert isinstance(pending.error, ValueError) and pending.value is None
+    assert specialize_later.stats()["failed"] == before + 1
+
+
+def test_a_build_runs_at_a_short_switch_interval_and_puts_the_old_one_back():
+    seen = []
+    before = sys.getswitchinterval()
+    pending = specialize_later.submit(("interval",), lambda: seen.append(sys.getswitchinterval()))
+    assert pending.wait(5) and specialize_later.drain(5)
+    assert seen == [specialize_later.BUILD_SWITCH_INTERVAL]
+    assert sys.getswitchinterval() == before
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_abandons_its_parents_builds_and_starts_its_own_thread():
+    release = threading.Event()
+    running = specialize_later.submit(("fork", "running"), lambda: release.wait(5))
+    queued = specialize_later.submit(("fork", "queued"), lambda: "parent's")
+    pid = os.fork()
+    if pid == 0:  # the child: report through the exit code, never run pytest's teardown
+        code = 0
+        try:
+            for pending in (running, queued):
+                if not (pending.done and isinstance(pending.error, specialize_later.Abandoned)):
+                    code = 1
+            own = specialize_later.submit(("fork", "child"), lambda: "child's")
+            if not (own.wait(5) and own.value == "child's"):
+                code = 2
+        finally:
+            os._exit(code)
+    release.set()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert running.wait(5) and running.error is None
+    assert queued.wait(5) and queued.value == "parent's"
+
+
+def test_exit_waits_for_the_running_build_and_drops_the_queued_ones(tmp_path):
+    script = textwrap.dedent(
+        f"""
+        import pathlib, threading, time
+        from torchneuron.compiler import specialize_later
+
+        folder = pathlib.Path({str(tmp_path)!r})
+        started = threading.Event()
+
+        def slow():
+            started.set()
+            time.sleep(0.5)
+            (folder / "running").write_text("done")
+
+        specialize_later.submit("running", slow)
+        specialize_later.submit("queued", lambda: (folder / "queued").write_text("done"))
+        started.wait(5)
+        """
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
+    assert (tmp_path / "running").read_text() == "done"
+    assert not (tmp_path / "queued").exists()
