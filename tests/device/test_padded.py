@@ -209,10 +209,10 @@ def test_a_new_bucket_runs_interpreted_until_its_compile_is_done():
     for got, want in zip(weights, reference):
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
     # the first step at 20 ran its ops interpreted; after the build, 20 and 21 ran compiled
-    assert stats["interpreted_buckets"] >= 8
-    assert 0 < stats["interpreted_calls"] <= stats["interpreted_buckets"]
+    assert stats["interpreted_entries"] >= 8
+    assert 0 < stats["interpreted_calls"] <= stats["interpreted_entries"]
     assert stats["padded_calls"] > stats["interpreted_calls"]
-    assert specialize_later.stats()["built"] >= stats["interpreted_buckets"]
+    assert specialize_later.stats()["built"] >= stats["interpreted_entries"]
 
 
 @pytest.mark.parametrize("switch", ["variable", "deterministic"])
@@ -226,7 +226,7 @@ def test_a_new_bucket_compiles_at_once_when_the_interpreter_is_off(switch, monke
         _step(model, opt, n, seed)
     stats = padded.stats()
     assert stats["padded_calls"] > 0
-    assert stats["interpreted_buckets"] == stats["interpreted_calls"] == 0
+    assert stats["interpreted_entries"] == stats["interpreted_calls"] == 0
 
 
 def test_a_call_the_interpreter_refuses_runs_compiled(monkeypatch):
@@ -240,5 +240,5 @@ def test_a_call_the_interpreter_refuses_runs_compiled(monkeypatch):
         x = torch.randn(n, 11)
         torch.testing.assert_close((x.to("neuron").exp() * 3).cpu(), x.exp() * 3)
     stats = padded.stats()
-    assert stats["interpreted_buckets"] == stats["interpreter_refusals"] == 2
+    assert stats["interpreted_entries"] == stats["interpreter_refusals"] == 2
     assert stats["interpreted_calls"] == 0

@@ -47,15 +47,15 @@ from torchneuron.lru import LRU
 
 # padded_programs: ops compiled padded; refusals: shape classes that compile each size;
 # padded_calls / exact_calls: calls run by a padded program at a larger / their own size
-# interpreted_buckets: buckets whose calls ran interpreted while they compiled;
-# interpreted_calls: calls run so; interpreter_refusals: calls whose values needed the
+# interpreted_entries: call signatures whose calls began interpreted (their bucket was
+# compiling); interpreted_calls: calls run so; interpreter_refusals: calls whose values needed the
 # compiled program at once
 STATS = Counters(
     "padded_programs",
     "refusals",
     "padded_calls",
     "exact_calls",
-    "interpreted_buckets",
+    "interpreted_entries",
     "interpreted_calls",
     "interpreter_refusals",
 )
@@ -398,7 +398,7 @@ class PaddedRunner:
             self.pending = specialize_later.submit(
                 key, lambda: padded.program.loaded(grown, device)
             )
-            STATS["interpreted_buckets"] += 1
+            STATS["interpreted_entries"] += 1
             return
         self.loaded = padded.program.loaded(grown, device)
 
