@@ -153,7 +153,7 @@ class DynamicGraphFunction:
                 )
         function = self._by_shapes.get(shapes)
         if function is None:
-            function = self.run_compiled(self.program.specialize(shapes))
+            function = self._function_for(shapes)
             self._by_shapes.put(shapes, function)
         else:
             STATS["specialization_hits"] += 1
@@ -161,6 +161,76 @@ class DynamicGraphFunction:
         for position, size in sorted(self.program.sizes(values).items()):
             outputs.insert(position, size)
         return outputs
+
+    def _function_for(self, shapes: tuple) -> Callable:
+        """The program for ``shapes``: compiled when this or an earlier process
+        specialized it; else, where the interpreter covers the program, run interpreted
+        while the background thread specializes it (``specialize_later``); else
+        specialized now."""
+        from . import specialize_later
+
+        program = self.program
+        if specialize_later.interpreting():
+            # in memory only: a specialization on disk loads on the background thread
+            # (reading the NEFF and XLA's executable costs more than interpreting a call)
+            stored = program.stored(shapes, disk=False)
+            if stored is not None:
+                return self.run_compiled(stored)
+            graph = program.interpreted(shapes)
+            if graph is not None:
+
+                def build() -> Callable:
+                    return self.run_compiled(program.specialize(shapes))
+
+                STATS["interpreted_shapes"] += 1
+                pending = specialize_later.submit((id(program), shapes), build)
+                return UntilCompiled(self.run_compiled(graph), pending, build)
+        return self.run_compiled(program.specialize(shapes))
+
+
+class UntilCompiled:
+    """Runs a shape's interpreted function until its background build is done, then
+    the compiled one; a call the interpreter refuses waits for (or makes) the build."""
+
+    def __init__(self, interpreted: Callable, pending: Any, build: Callable[[], Callable]):
+        self.function = interpreted
+        self.pending = pending
+        self.build = build
+
+    def __call__(self, *args):
+        from torchneuron.runtime.interpreter import Uninterpretable
+
+        pending = self.pending
+        if pending is not None and pending.done:
+            self._settle()
+        try:
+            return self.function(*args)
+        except Uninterpretable:
+            STATS["interpreter_refusals"] += 1
+            self._settle(wait=True)
+            if self.pending is None and getattr(self.function, "interpreted", False):
+                self.function = self.build()
+            return self.function(*args)
+
+    @property
+    def interpreted(self) -> bool:
+        return getattr(self.function, "interpreted", False)
+
+    def _settle(self, wait: bool = False) -> None:
+        """Take the finished build (a failed one stays interpreted; one abandoned by a
+        fork is built here)."""
+        from .specialize_later import Abandoned
+
+        pending = self.pending
+        if pending is None:
+            return
+        if wait:
+            pending.wait()
+        self.pending = None
+        if pending.error is None:
+            self.function = pending.value
+        elif isinstance(pending.error, Abandoned):
+            self.function = self.build()
 
 
 class ShapeSpecializingFunction:

@@ -44,7 +44,9 @@ from .dynamic_signature import (
 # (calls answered by an already specialized program), disk_specializations (shapes
 # another process specialized, loaded from the disk cache), disk_front_half (front
 # halves another process lowered, loaded from the disk cache), per_shape_front_half (graphs
-# that could not stay symbolic and were retraced for a shape: the old path).
+# that could not stay symbolic and were retraced for a shape: the old path),
+# interpreted_shapes (shapes whose first calls ran interpreted while they specialized in
+# the background), interpreter_refusals (calls whose values needed the compiled program).
 STATS = Counters(
     "front_half",
     "specializations",
@@ -52,6 +54,8 @@ STATS = Counters(
     "disk_specializations",
     "disk_front_half",
     "per_shape_front_half",
+    "interpreted_shapes",
+    "interpreter_refusals",
 )
 reset_stats = STATS.reset
 stats = STATS.snapshot
@@ -84,6 +88,8 @@ class DynamicProgram:
     _loaded: LRU = field(default_factory=lambda: LRU(SPECIALIZATION_CAPACITY), repr=False)
     _weights_digest: str | None = field(default=None, repr=False)
     _text_digest: str | None = field(default=None, repr=False)
+    # (InterpretedProgram, weights by argument position) once read; False: not covered
+    _interpreter: Any = field(default=None, repr=False)
 
     def specialize(self, shapes: Sequence[Sequence[int]]) -> CompiledGraph:
         """The program compiled for inputs of ``shapes`` (cached per shape)."""
@@ -117,20 +123,53 @@ class DynamicProgram:
         graph_cache.store(disk_key, compiled)
         return compiled
 
-    def stored(self, shapes: Sequence[Sequence[int]]) -> CompiledGraph | None:
-        """The program's specialization for ``shapes`` if this process has it or an
-        earlier one stored it (then it is loaded from disk), else None: nothing compiles."""
+    def stored(self, shapes: Sequence[Sequence[int]], *, disk: bool = True) -> CompiledGraph | None:
+        """The program's specialization for ``shapes`` if this process has it or (with
+        ``disk``) an earlier one stored it (then it is loaded from disk), else None:
+        nothing compiles."""
         key = tuple(tuple(int(d) for d in s) for s in shapes)
         hit = self._specialized.get(key)
         if hit is not None:
             STATS["specialization_hits"] += 1
             return hit
+        if not disk:
+            return None
         self.signature.bind(key)
         stored = graph_cache.load(self._disk_key(key), self._specialized_name(key), self.target)
         if stored is not None:  # specialized by an earlier process
             STATS["disk_specializations"] += 1
             self._specialized.put(key, stored)
         return stored
+
+    def interpreted(self, shapes: Sequence[Sequence[int]]) -> InterpretedGraph | None:
+        """The program for inputs of ``shapes`` as the interpreter runs it (read once per
+        program), or None where the interpreter does not cover it (an op, a type)."""
+        found = self.interpreter()
+        if found is None:
+            return None
+        key = tuple(tuple(int(d) for d in s) for s in shapes)
+        self.signature.bind(key)
+        positions = self._graph_positions()
+        program, weights = found
+        return InterpretedGraph(
+            name=self._specialized_name(key),
+            interpreted=program,
+            weights=weights,
+            inputs=[
+                {"shape": list(shape), "dtype": spec["dtype"]}
+                for shape, spec in zip(key, self.signature.inputs)
+            ],
+            output_count=self.output_count - len(self.size_outputs),
+            none_outputs=tuple(positions[i] for i in self.none_outputs),
+            constant_outputs={positions[i]: v for i, v in self.constant_outputs.items()},
+        )
+
+    def interpreter(self) -> tuple | None:
+        """(the interpreter's reading of the program, its weights as (argument position,
+        array)), read once; None where the interpreter does not cover it."""
+        if self._interpreter is None:
+            self._interpreter = _read_for_interpreter(self)
+        return self._interpreter or None
 
     def _specialized_name(self, key: tuple) -> str:
         name = f"{self.name}_" + "_".join("x".join(map(str, s)) or "s" for s in key)
@@ -244,6 +283,43 @@ class DynamicProgram:
         input from strangers; every failure is one ``NeffError`` line naming the field
         (after ``where``, the file by default)."""
         return cls(**dynamic_neff.program_fields(source, target=target, where=where))
+
+
+@dataclass
+class InterpretedGraph:
+    """A dynamic program for one shape, run by the interpreter instead of compiled: what
+    the device's graph function reads of a ``CompiledGraph`` (no NEFF)."""
+
+    name: str
+    interpreted: Any  # runtime.interpreter.InterpretedProgram
+    weights: tuple  # (argument position, array) of each weight argument
+    inputs: list[dict]  # shape and dtype of each input, as CompiledGraph.inputs
+    output_count: int
+    none_outputs: tuple[int, ...]
+    constant_outputs: dict[int, Any]
+    neff = None
+    takes_random_key = False
+
+
+def _read_for_interpreter(program: DynamicProgram) -> tuple | bool:
+    """(the interpreter's reading of ``program``, its weights by argument position), or
+    False when the interpreter does not cover it."""
+    from torchneuron.runtime.interpreter import InterpretedProgram, Uninterpretable
+
+    from .program import checks_of
+
+    module = ir.Module.parse(program.text, stages.make_context())
+    arguments, _ = arguments_of(module)
+    try:
+        weights = tuple(
+            (position, np.ascontiguousarray(program.weights[name]))
+            for position, (kind, name) in enumerate(arguments)
+            if kind != "input"
+        )
+        checks = [(c["result"], c["error"], c["message"]) for c in checks_of(module)]
+        return InterpretedProgram(module, program.name, checks), weights
+    except (Uninterpretable, KeyError):
+        return False
 
 
 def compile_refined(text: str, **keywords) -> CompiledGraph:

@@ -130,20 +130,10 @@ def _compile(op_name, specs, dynamic, traced_fn, buckets, fresh_count, target) -
 
 
 def _interpreted(program: Any) -> Any:
-    """``program`` read by the interpreter, or None (an op or type it does not cover)."""
-    from torchneuron.passes.ir_utils import parse_module
-    from torchneuron.runtime.interpreter import InterpretedProgram, Uninterpretable
-
-    from .program import checks_of
-
-    if program.weights:
-        return None
-    try:
-        module = parse_module(program.text)
-        checks = [(c["result"], c["error"], c["message"]) for c in checks_of(module)]
-        return InterpretedProgram(module, program.name, checks)
-    except Uninterpretable:
-        return None
+    """``program`` read by the interpreter, or None (an op or type it does not cover, or
+    weights: a padded eager program has none)."""
+    found = program.interpreter()
+    return found[0] if found is not None and not found[1] else None
 
 
 def _output_shapes(gm: torch.fx.GraphModule, op_name: str) -> tuple:

@@ -145,6 +145,20 @@ class _Worker:
 _worker = _Worker()
 
 
+def interpreting() -> bool:
+    """Whether a new shape's calls may run interpreted while it builds: the switch
+    (``TORCHNEURON_INTERPRET``) is on and results need not be bit-stable (deterministic
+    algorithms: the interpreter's last bits may differ from XLA's)."""
+    import torch
+
+    from torchneuron import settings
+
+    return (
+        settings.env_flag(settings.INTERPRET, default=True)
+        and not torch.are_deterministic_algorithms_enabled()
+    )
+
+
 def submit(key: Hashable, build: Callable[[], Any]) -> Pending:
     """``build()`` run on the background thread (once per ``key`` while queued or running)."""
     return _worker.submit(key, build)

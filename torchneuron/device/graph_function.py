@@ -94,8 +94,22 @@ class NeuronGraphFunction:
 
         program = self.programs.get(core)
         if program is None:
-            program = self.programs[core] = load_neff(self.compiled.neff, core=core)
+            if self.compiled.neff is None:  # compiler.dynamic_program.InterpretedGraph
+                from torchneuron.runtime import get_core
+                from torchneuron.runtime.interpreter import Interpreted
+
+                program = Interpreted(
+                    self.compiled.interpreted, get_core(core), self.compiled.weights
+                )
+            else:
+                program = load_neff(self.compiled.neff, core=core)
+            self.programs[core] = program
         return program
+
+    @property
+    def interpreted(self) -> bool:
+        """Whether the program runs on the interpreter (a shape still compiling)."""
+        return self.compiled.neff is None
 
     def _empty_input(self, index: int) -> np.ndarray:
         spec = self.compiled.inputs[index]

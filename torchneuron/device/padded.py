@@ -386,7 +386,8 @@ class PaddedRunner:
             for position, dims in bucket_plan.outputs.items()
         }
         self.grown, self.device = grown, device
-        if _interpret(padded) and padded.program.stored(grown) is None:
+        # in memory only: a specialization on disk loads on the background thread
+        if _interpret(padded) and padded.program.stored(grown, disk=False) is None:
             from torchneuron.compiler import specialize_later
             from torchneuron.runtime import get_core
             from torchneuron.runtime.interpreter import Interpreted
@@ -452,13 +453,7 @@ class PaddedRunner:
 
 
 def _interpret(padded: Any) -> bool:
-    """Whether a new bucket of ``padded`` runs interpreted while it compiles: the program
-    reads into the interpreter, the switch is on, and results need not be bit-stable
-    (deterministic algorithms: the interpreter's last bits may differ from XLA's)."""
-    from torchneuron import settings
+    """Whether a new bucket of ``padded`` runs interpreted while it compiles."""
+    from torchneuron.compiler.specialize_later import interpreting
 
-    return (
-        padded.interpreted is not None
-        and settings.env_flag(settings.INTERPRET, default=True)
-        and not torch.are_deterministic_algorithms_enabled()
-    )
+    return padded.interpreted is not None and interpreting()

@@ -104,7 +104,8 @@ class InterpretedProgram:
         for index, step in enumerate(steps):
             for slot in step[1]:
                 last_use[slot] = index
-        kept = set(outputs)
+        # outputs stay; inputs are the caller's arrays: they stay counted as live
+        kept = set(outputs) | set(range(len(self.inputs)))
         for slot, index in last_use.items():
             if slot not in kept:
                 steps[index][5] += (slot,)
@@ -154,9 +155,14 @@ class Interpreted:
     schedule = None  # nothing estimated: the profiler shows the run's host time
     interpreted = True
 
-    def __init__(self, program: InterpretedProgram, core: Any):
+    def __init__(
+        self, program: InterpretedProgram, core: Any, weights: Sequence[tuple[int, Any]] = ()
+    ):
+        """``weights``: (argument position, array) of each argument the caller does not
+        pass (a program's weights), in increasing position."""
         self.program = program
         self.core = core
+        self.weights = tuple(weights)
         self.name = f"{program.name} (interpreted)"
         self.label = f"program {self.name!r}"
         self._tag = f"execution buffers of {self.label}"
@@ -165,6 +171,10 @@ class Interpreted:
         from .loaded_neff import _EXECUTE_HOOKS
 
         start = time.perf_counter()
+        if self.weights:
+            inputs = list(inputs)
+            for position, array in self.weights:
+                inputs.insert(position, array)
         outputs, peak = self.program.run(inputs)
         seconds = time.perf_counter() - start
         # resident inputs live in device memory already

@@ -97,7 +97,14 @@ def _logistic(op, results):
 def _round_afz(op, results):
     if not _floating(results[0][0]):
         raise Uninterpretable(f"{op.name} of {results[0][0]}")
-    return lambda x: np.copysign(np.floor(np.abs(x) + x.dtype.type(0.5)), x)
+    half = results[0][0].type(0.5)
+
+    def round_afz(x):  # ties away from zero, without rounding |x| + 0.5 first
+        whole = np.trunc(x)
+        away = (np.abs(x - whole) >= half).astype(x.dtype)
+        return whole + np.copysign(away, x)
+
+    return round_afz
 
 
 @_maker("stablehlo.abs", "stablehlo.negate", "stablehlo.sign")
@@ -230,10 +237,13 @@ def _convert(op, results):
         return lambda x: x != 0
     if target.kind in "iu" and _floating(source):
         info = np.iinfo(target)
+        # the range as powers of two, exact in every float type (info.max is not: float32
+        # rounds 2**31 - 1 up to 2**31)
+        low, high = float(info.min), float(info.max) + 1.0
 
         def to_integer(x):  # toward zero; NaN, inf and values out of range: compiled
             whole = np.trunc(x)
-            if not np.all((whole >= info.min) & (whole <= info.max)):
+            if not np.all((whole >= low) & (whole < high)):
                 raise Uninterpretable(f"{op.name}: a value outside {target}'s range")
             return whole.astype(target)
 

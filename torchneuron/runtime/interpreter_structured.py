@@ -91,14 +91,16 @@ def _dot_general(op, results):
         left = [lhs.shape[d] for d in lhs_free]
         right = [rhs.shape[d] for d in rhs_free]
         depth = math.prod(lhs.shape[d] for d in lhs_contract)
-        a = np.transpose(lhs, lhs_batch + lhs_free + lhs_contract).reshape(
-            math.prod(batch), math.prod(left), depth
-        )
-        b = np.transpose(rhs, rhs_batch + rhs_contract + rhs_free).reshape(
-            math.prod(batch), depth, math.prod(right)
-        )
-        product = np.matmul(a, b).reshape(batch + left + right)
-        return product.astype(dtype, copy=False)
+        # contiguous operands of the result's type: numpy's matmul takes BLAS only for
+        # contiguous floats (a strided view runs its slow loop), and a wider result type
+        # (i8 x i8 -> i32) multiplies in that type
+        a = np.ascontiguousarray(
+            np.transpose(lhs, lhs_batch + lhs_free + lhs_contract), dtype=dtype
+        ).reshape(math.prod(batch), math.prod(left), depth)
+        b = np.ascontiguousarray(
+            np.transpose(rhs, rhs_batch + rhs_contract + rhs_free), dtype=dtype
+        ).reshape(math.prod(batch), depth, math.prod(right))
+        return np.matmul(a, b).reshape(batch + left + right)
 
     return run
 
