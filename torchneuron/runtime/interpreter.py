@@ -175,7 +175,8 @@ class Interpreted:
             inputs = list(inputs)
             for position, array in self.weights:
                 inputs.insert(position, array)
-        outputs, peak = self.program.run(inputs)
+        with _one_blas_thread():
+            outputs, peak = self.program.run(inputs)
         seconds = time.perf_counter() - start
         # resident inputs live in device memory already
         charge = peak - (sum(np.asarray(a).nbytes for a in inputs) if resident else 0)
@@ -193,6 +194,22 @@ class Interpreted:
         return [output for i, output in enumerate(outputs) if i not in positions]
 
     __call__ = execute
+
+
+_blas: Any = None
+
+
+def _one_blas_thread() -> Any:
+    """A context in which numpy's BLAS runs on one thread. An interpreted run is a new
+    shape's first calls, made while a specialization compiles on the background thread:
+    BLAS threads that wait for a busy core cost 3-10x a matmul's time (a GPT training
+    step at a new length: 547 ms interpreted with numpy's two threads, 188 ms with one)."""
+    global _blas
+    if _blas is None:
+        from threadpoolctl import ThreadpoolController
+
+        _blas = ThreadpoolController().select(user_api="blas", internal_api="openblas")
+    return _blas.limit(limits=1)
 
 
 def _tensor_type(mlir_type: Any, name: str) -> tuple[np.dtype, tuple[int | None, ...]]:
