@@ -60,6 +60,16 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(autouse=True)
+def _background_builds_end_with_their_test(monkeypatch):
+    """A specialization a test's calls left to the background thread is built before
+    the test's environment (its cache folder) is undone, and counts in its figures."""
+    yield
+    from torchneuron.compiler import specialize_later
+
+    specialize_later.drain()
+
+
+@pytest.fixture(autouse=True)
 def _deterministic_torch():
     torch.manual_seed(0)
     yield

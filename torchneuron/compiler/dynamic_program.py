@@ -311,14 +311,20 @@ def _read_for_interpreter(program: DynamicProgram) -> tuple | bool:
     module = ir.Module.parse(program.text, stages.make_context())
     arguments, _ = arguments_of(module)
     try:
-        weights = tuple(
-            (position, np.ascontiguousarray(program.weights[name]))
-            for position, (kind, name) in enumerate(arguments)
-            if kind != "input"
-        )
         checks = [(c["result"], c["error"], c["message"]) for c in checks_of(module)]
-        return InterpretedProgram(module, program.name, checks), weights
-    except (Uninterpretable, KeyError):
+        interpreted = InterpretedProgram(module, program.name, checks)
+        weights = []
+        for position, (kind, name) in enumerate(arguments):
+            if kind == "input":
+                continue
+            dtype, shape = interpreted.inputs[position]
+            # a 0-d weight is kept as one element: given the argument's own shape
+            array = np.ascontiguousarray(program.weights[name]).reshape(shape)
+            if array.dtype != dtype:
+                return False
+            weights.append((position, array))
+        return interpreted, tuple(weights)
+    except (Uninterpretable, KeyError, ValueError, TypeError):
         return False
 
 
