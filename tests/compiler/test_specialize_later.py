@@ -98,3 +98,23 @@ def test_exit_waits_for_the_running_build_and_drops_the_queued_ones(tmp_path):
     subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
     assert (tmp_path / "running").read_text() == "done"
     assert not (tmp_path / "queued").exists()
+
+
+def test_cancel_drops_the_queued_builds_and_waits_for_the_running_one():
+    release = threading.Event()
+    started = threading.Event()
+
+    def running_build():
+        started.set()
+        release.wait(5)
+        return "ran"
+
+    running = specialize_later.submit(("cancel", "running"), running_build)
+    queued = specialize_later.submit(("cancel", "queued"), lambda: "never")
+    assert started.wait(5)
+    threading.Timer(0.2, release.set).start()
+    specialize_later.cancel()
+    assert running.done and running.value == "ran"
+    assert queued.done and isinstance(queued.error, specialize_later.Abandoned)
+    # the thread goes on serving later builds
+    assert specialize_later.submit(("cancel", "after"), lambda: 1).wait(5)

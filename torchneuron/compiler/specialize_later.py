@@ -35,7 +35,7 @@ from typing import Any
 from torchneuron.counters import Counters
 
 # built: specializations built here; failed: builds that raised (their calls stay
-# interpreted); abandoned: builds dropped at exit or by a fork
+# interpreted); abandoned: builds dropped at exit, by a fork or by ``cancel``
 STATS = Counters("submitted", "built", "failed", "abandoned")
 reset_stats = STATS.reset
 stats = STATS.snapshot
@@ -126,9 +126,9 @@ class _Worker:
                 self.pending.pop(key, None)
             pending._finish(value, error)
 
-    def close(self) -> None:
+    def close(self, closing: bool = True) -> None:
         with self.condition:
-            self.closing = True
+            self.closing = closing
             dropped = list(self.queue)
             self.queue.clear()
             for key, _, _ in dropped:
@@ -137,8 +137,13 @@ class _Worker:
             thread = self.thread
         for _, _, pending in dropped:
             STATS["abandoned"] += 1
-            pending._finish(error=Abandoned("the process is exiting"))
-        if thread is not None and thread is not threading.current_thread():
+            pending._finish(error=Abandoned("the process is exiting" if closing else "cancelled"))
+        if not closing:  # the running build, if any, is waited for
+            with self.condition:
+                running = list(self.pending.values())
+            for pending in running:
+                pending.wait(JOIN_SECONDS)
+        elif thread is not None and thread is not threading.current_thread():
             thread.join(JOIN_SECONDS)
 
 
@@ -169,6 +174,12 @@ def drain(timeout: float | None = None) -> bool:
     with _worker.condition:
         waiting = list(_worker.pending.values())
     return all(pending.wait(timeout) for pending in waiting)
+
+
+def cancel() -> None:
+    """Drop the queued builds (their calls build on their own thread if they run again)
+    and wait for the running one: a test's end, where nothing will use them."""
+    _worker.close(closing=False)
 
 
 def _after_fork_in_child() -> None:
