@@ -34,6 +34,7 @@ def _settled() -> dict:
     specialize_later.drain()
     return dynamic.stats()
 
+
 GOLDEN = Path(__file__).parent / "golden_dynamic"
 
 

@@ -25,6 +25,7 @@ def _settled() -> dict:
     specialize_later.drain()
     return dynamic.stats()
 
+
 # y = x @ w.T with a symbolic batch: what compile_dynamic_graph stores, written by hand.
 TEXT = """module {
   func.func @main(%w: tensor<4x16xf32> {neuron.weight = "w"}, %x: tensor<?x16xf32> {neuron.input = "x"}) -> tensor<?x4xf32> {
