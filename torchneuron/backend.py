@@ -220,10 +220,13 @@ class GraphJob:
     # (``bounded.compile_bounded``), to which its backward pads them
     bounds: dict[str, int] = field(default_factory=dict)
 
-    def run_compiled(self, compiled) -> NeuronGraphFunction:
-        """The callable that runs ``compiled`` (a ``CompiledGraph`` of this graph) on
-        tensors: what the compiler layer's callables are given to build."""
-        return NeuronGraphFunction(compiled, self.opts.core, output_device(self.gm))
+    def run_compiled(self, compiled, load_on: int | None = None) -> NeuronGraphFunction:
+        """The callable that runs ``compiled`` (a ``CompiledGraph`` of this graph, or an
+        ``InterpretedGraph``) on tensors: what the compiler layer's callables are given
+        to build. ``load_on``: the core to load it on now (else the inputs' device's)."""
+        return NeuronGraphFunction(
+            compiled, self.opts.core, output_device(self.gm), load_on=load_on
+        )
 
     def compile_part(self, gm: torch.fx.GraphModule, example_inputs, name: str):
         """A graph this one is made of (a segment, a per-shape retrace, the real-pair

@@ -31,7 +31,6 @@ from torchneuron.lowering.rules.random import is_random_state
 from torchneuron.lru import LRU
 from torchneuron.passes.errors import PassError
 
-from .compilation import CompiledGraph
 from .dynamic import compile_dynamic_graph
 from .dynamic_program import STATS, DynamicProgram
 from .dynamic_signature import ShapeConstraintError, evaluate, expression_text
@@ -39,7 +38,8 @@ from .dynamic_signature import ShapeConstraintError, evaluate, expression_text
 # Concrete shapes whose programs one graph keeps loaded (the oldest is dropped first).
 SHAPES_PER_GRAPH = 64
 
-RunCompiled = Callable[[CompiledGraph], Callable]
+# (a compiled or interpreted graph[, the core to load it on now]) -> a callable on tensors
+RunCompiled = Callable[..., Callable]
 
 
 def has_symbolic_inputs(gm: torch.fx.GraphModule) -> bool:
@@ -178,13 +178,19 @@ class DynamicGraphFunction:
                 return self.run_compiled(stored)
             graph = program.interpreted(shapes)
             if graph is not None:
+                interpreted = self.run_compiled(graph)
+                # the compiled program loads where the interpreted one runs (the
+                # background thread has no current device of its own)
+                cores = tuple(getattr(interpreted, "cores", ()))[:1]
 
                 def build() -> Callable:
-                    return self.run_compiled(program.specialize(shapes))
+                    return self.run_compiled(program.specialize(shapes), *cores)
 
-                STATS["interpreted_shapes"] += 1
                 pending = specialize_later.submit((id(program), shapes), build)
-                return UntilCompiled(self.run_compiled(graph), pending, build)
+                if not (pending.done and pending.error is not None):
+                    STATS["interpreted_shapes"] += 1
+                    return UntilCompiled(interpreted, pending, build)
+                # its build failed before: specialize here, where the error is raised
         return self.run_compiled(program.specialize(shapes))
 
 
@@ -208,7 +214,7 @@ class UntilCompiled:
         except Uninterpretable:
             STATS["interpreter_refusals"] += 1
             self._settle(wait=True)
-            if self.pending is None and getattr(self.function, "interpreted", False):
+            if self.interpreted:  # no build was pending any more
                 self.function = self.build()
             return self.function(*args)
 
@@ -217,20 +223,16 @@ class UntilCompiled:
         return getattr(self.function, "interpreted", False)
 
     def _settle(self, wait: bool = False) -> None:
-        """Take the finished build (a failed one stays interpreted; one abandoned by a
-        fork is built here)."""
-        from .specialize_later import Abandoned
-
+        """Take the finished build. A dropped one (a fork, a cancel) is built here; a
+        failed one too, so its error reaches the caller as it did before there was an
+        interpreter."""
         pending = self.pending
         if pending is None:
             return
         if wait:
             pending.wait()
         self.pending = None
-        if pending.error is None:
-            self.function = pending.value
-        elif isinstance(pending.error, Abandoned):
-            self.function = self.build()
+        self.function = pending.value if pending.error is None else self.build()
 
 
 class ShapeSpecializingFunction:

@@ -15,7 +15,9 @@ Measured on an MLP training step while its 13 specializations were built: 35-96 
 step at 5 ms, 5.2-5.8 ms at 0.5 ms (a step with nothing building: ~5 ms).
 
 One build per key: a second ``submit`` of a queued or running key gets its
-``Pending``. At exit, queued builds are dropped and the running one is waited for
+``Pending``; a key whose build raised is not built again (``submit`` hands back a
+``Pending`` holding that error, so the caller builds on its own thread and the error
+reaches the user as it did before). At exit, queued builds are dropped and the running one is waited for
 (``JOIN_SECONDS`` at most), so XLA is never torn down under a compile. A forked child
 starts with no thread: what its parent had queued or running is marked abandoned
 (the child's calls go on interpreted, or compile on their thread), and the next
@@ -33,6 +35,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from torchneuron.counters import Counters
+from torchneuron.lru import LRU
 
 # built: specializations built here; failed: builds that raised (their calls stay
 # interpreted); abandoned: builds dropped at exit, by a fork or by ``cancel``
@@ -80,13 +83,24 @@ class _Worker:
         self.pending: dict[Hashable, Pending] = {}
         self.thread: threading.Thread | None = None
         self.closing = False
+        # the build running now, and the switch interval it replaced (a fork's child
+        # puts that back: the build is not running there)
+        self.running: Pending | None = None
+        self.interval_before: float | None = None
+        # keys whose build raised: not built again (``submit`` hands back the error)
+        self.failed: LRU[Hashable, BaseException] = LRU(capacity=1024)
 
     def submit(self, key: Hashable, build: Callable[[], Any]) -> Pending:
         with self.condition:
             found = self.pending.get(key)
             if found is not None:
                 return found
-            pending = self.pending[key] = Pending()
+            pending = Pending()
+            error = self.failed.get(key)
+            if error is not None:
+                pending._finish(error=error)
+                return pending
+            self.pending[key] = pending
             if self.closing:
                 del self.pending[key]
                 STATS["abandoned"] += 1
@@ -110,7 +124,8 @@ class _Worker:
                 if self.closing:
                     return
                 key, build, pending = self.queue.popleft()
-            before = sys.getswitchinterval()
+                self.running = pending
+                before = self.interval_before = sys.getswitchinterval()
             if before > BUILD_SWITCH_INTERVAL:
                 sys.setswitchinterval(BUILD_SWITCH_INTERVAL)
             try:
@@ -123,8 +138,12 @@ class _Worker:
                 if sys.getswitchinterval() == min(before, BUILD_SWITCH_INTERVAL):
                     sys.setswitchinterval(before)
             with self.condition:
+                if error is not None:
+                    self.failed.put(key, error)
+                # finished before it leaves ``pending``: a fork in between abandons it
+                pending._finish(value, error)
                 self.pending.pop(key, None)
-            pending._finish(value, error)
+                self.running = self.interval_before = None
 
     def close(self, closing: bool = True) -> None:
         with self.condition:
@@ -184,9 +203,14 @@ def cancel() -> None:
 
 def _after_fork_in_child() -> None:
     global _worker
-    inherited = _worker.pending.values()
+    parent = _worker
+    inherited = [*parent.pending.values(), *([parent.running] if parent.running else [])]
+    if parent.interval_before is not None:  # a build was running: not in this process
+        sys.setswitchinterval(parent.interval_before)
     _worker = _Worker()
     for pending in inherited:
+        if pending.done:
+            continue
         pending._event = threading.Event()  # the parent's may have been locked mid-fork
         STATS["abandoned"] += 1
         pending._finish(error=Abandoned("queued in the parent process before a fork"))

@@ -40,13 +40,17 @@ class NeuronGraphFunction:
         compiled: CompiledGraph,
         core: int | None = None,
         device: torch.device | None = None,
+        load_on: int | None = None,
     ):
         self.compiled = compiled
         self.random_key = compiled.takes_random_key
         self.device = device or torch.device("cpu")  # of a graph without tensor inputs
         self.core = core
         self.programs: dict[int, Any] = {}  # core index -> LoadedNeff
-        self.loaded = self._program_on(self._core_for(self.device))
+        # loaded now: on ``load_on`` when given (a build on another thread, whose
+        # current device is not the caller's), else on the device's core
+        first = load_on if load_on is not None else self._core_for(self.device)
+        self.loaded = self._program_on(first)
         self.none_outputs = set(compiled.none_outputs)
         self.constant_outputs = dict(compiled.constant_outputs)
         self.output_count = compiled.output_count
@@ -105,6 +109,11 @@ class NeuronGraphFunction:
                 program = load_neff(self.compiled.neff, core=core)
             self.programs[core] = program
         return program
+
+    @property
+    def cores(self) -> tuple[int, ...]:
+        """The cores the program is loaded on, first loaded first."""
+        return tuple(self.programs)
 
     @property
     def interpreted(self) -> bool:

@@ -32,6 +32,7 @@ checks) but never join the fuser's chains.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -394,13 +395,15 @@ class PaddedRunner:
 
             # a bucket nothing specialized: its calls run interpreted until the
             # background thread has compiled it
-            self.loaded = Interpreted(padded.interpreted, get_core(device))
             key = (id(padded.program), tuple(map(tuple, grown)), device)
-            self.pending = specialize_later.submit(
-                key, lambda: padded.program.loaded(grown, device)
-            )
-            STATS["interpreted_entries"] += 1
-            return
+            pending = specialize_later.submit(key, lambda: padded.program.loaded(grown, device))
+            if not (pending.done and pending.error is not None):
+                self.loaded = Interpreted(padded.interpreted, get_core(device))
+                self.pending = pending
+                STATS["interpreted_entries"] += 1
+                return
+            # its build failed before (or the process is exiting): compile here, where
+            # a failure refuses the padded route as it always did
         self.loaded = padded.program.loaded(grown, device)
 
     def execute(self, device: int, inputs: list) -> list[np.ndarray]:
@@ -408,8 +411,9 @@ class PaddedRunner:
         from torchneuron.runtime.interpreter import Uninterpretable
 
         STATS["padded_calls" if self.widths else "exact_calls"] += 1
-        if self.pending is not None and self.pending.done:
-            self._take_compiled()
+        pending = self.pending  # once: another device's thread may run this runner too
+        if pending is not None and pending.done:
+            self._take_compiled(pending)
         call = [
             np.pad(array, self.widths[i]) if i in self.widths else np.asarray(array)
             for i, array in enumerate(inputs)
@@ -430,15 +434,26 @@ class PaddedRunner:
             outputs[position] = np.ascontiguousarray(outputs[position][index])
         return outputs
 
-    def _take_compiled(self) -> None:
-        """Run the finished specialization from now on (a failed one: stay interpreted)."""
+    def _take_compiled(self, pending: Any) -> None:
+        """Run the finished specialization from now on. A dropped build (a fork, a
+        cancel) compiles here; a failed one leaves the calls interpreted, with a warning
+        (their results are right; the next signature of the bucket compiles on its own
+        thread and meets the error there)."""
         from torchneuron.compiler.specialize_later import Abandoned
 
-        pending, self.pending = self.pending, None
-        if pending.error is None:
+        self.pending = None
+        error = pending.error
+        if error is None:
             self.loaded = pending.value
-        elif isinstance(pending.error, Abandoned):
-            self._compile_now()  # queued in a parent process: compile it here
+        elif isinstance(error, Abandoned):
+            self._compile_now()
+        else:
+            warnings.warn(
+                f"torchneuron: {self.padded.program.name} for sizes {self.grown} did not "
+                f"compile ({type(error).__name__}: {' '.join(str(error).split())[:300]}); "
+                "its calls go on in the interpreter",
+                stacklevel=2,
+            )
 
     def _compile_now(self) -> None:
         """Wait for the background build of this bucket, or compile it on this thread."""

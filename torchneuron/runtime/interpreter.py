@@ -27,6 +27,7 @@ programs only).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -163,6 +164,9 @@ class Interpreted:
         self.program = program
         self.core = core
         self.weights = tuple(weights)
+        # weights live in host memory already (a compiled program's are charged once, at
+        # load; the interpreter has no load): not charged per run
+        self._weight_bytes = sum(np.asarray(array).nbytes for _, array in self.weights)
         self.name = f"{program.name} (interpreted)"
         self.label = f"program {self.name!r}"
         self._tag = f"execution buffers of {self.label}"
@@ -175,11 +179,13 @@ class Interpreted:
             inputs = list(inputs)
             for position, array in self.weights:
                 inputs.insert(position, array)
-        with _one_blas_thread():
+        with _one_blas_thread:
             outputs, peak = self.program.run(inputs)
         seconds = time.perf_counter() - start
         # resident inputs live in device memory already
-        charge = peak - (sum(np.asarray(a).nbytes for a in inputs) if resident else 0)
+        charge = peak - self._weight_bytes
+        if resident:
+            charge -= sum(np.asarray(a).nbytes for a in inputs) - self._weight_bytes
         if charge > 0:  # what the run held, checked against the core's capacity
             self.core.hbm.free(self.core.hbm.allocate(charge, self._tag))
         for hook in tuple(_EXECUTE_HOOKS):
@@ -196,20 +202,43 @@ class Interpreted:
     __call__ = execute
 
 
-_blas: Any = None
-
-
-def _one_blas_thread() -> Any:
+class _OneBlasThread:
     """A context in which numpy's BLAS runs on one thread. An interpreted run is a new
     shape's first calls, made while a specialization compiles on the background thread:
     BLAS threads that wait for a busy core cost 3-10x a matmul's time (a GPT training
-    step at a new length: 547 ms interpreted with numpy's two threads, 188 ms with one)."""
-    global _blas
-    if _blas is None:
-        from threadpoolctl import ThreadpoolController
+    step at a new length: 547 ms interpreted with numpy's two threads, 188 ms with one).
 
-        _blas = ThreadpoolController().select(user_api="blas", internal_api="openblas")
-    return _blas.limit(limits=1)
+    The limit is the process's (OpenBLAS has one thread count): runs on several threads
+    at once share it, counted, and the count before the first is put back after the last.
+    numpy code of the user's on other threads runs single-threaded meanwhile."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._users = 0
+        self._limiter: Any = None
+        self._controller: Any = None
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if self._users == 0:
+                if self._controller is None:
+                    from threadpoolctl import ThreadpoolController
+
+                    self._controller = ThreadpoolController().select(
+                        user_api="blas", internal_api="openblas"
+                    )
+                self._limiter = self._controller.limit(limits=1)
+            self._users += 1
+
+    def __exit__(self, *exc_info: object) -> None:
+        with self._lock:
+            self._users -= 1
+            if self._users == 0:
+                self._limiter.restore_original_limits()
+                self._limiter = None
+
+
+_one_blas_thread = _OneBlasThread()
 
 
 def _tensor_type(mlir_type: Any, name: str) -> tuple[np.dtype, tuple[int | None, ...]]:

@@ -65,10 +65,31 @@ def _reduce(op, results):
     if dtype.kind == "f" and combine in ("stablehlo.and", "stablehlo.or"):
         raise Uninterpretable(f"a bitwise reduce of {dtype}")
 
+    identity = _identity(combine, dtype)
+
     def run(x, init):
-        return ufunc.reduce(x, axis=dims, initial=init.item()).astype(dtype, copy=False)
+        # XLA may fold the init in once per partial sum: only its identity is exact
+        if init.item() != identity or (dtype.kind == "f" and np.signbit(init) != (identity < 0)):
+            raise Uninterpretable(f"a reduce whose init {init.item()} is not its identity")
+        return ufunc.reduce(x, axis=dims, initial=identity).astype(dtype, copy=False)
 
     return run
+
+
+def _identity(combine: str, dtype: np.dtype):
+    """The value ``combine`` leaves every element unchanged with, in ``dtype``."""
+    if dtype == np.bool_:
+        return combine in ("stablehlo.multiply", "stablehlo.minimum", "stablehlo.and")
+    if combine in ("stablehlo.add", "stablehlo.or"):
+        return dtype.type(0)
+    if combine == "stablehlo.multiply":
+        return dtype.type(1)
+    if combine == "stablehlo.and":
+        return dtype.type(-1) if dtype.kind == "i" else np.iinfo(dtype).max
+    low, high = (
+        (-np.inf, np.inf) if dtype.kind == "f" else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+    )
+    return dtype.type(low if combine == "stablehlo.maximum" else high)
 
 
 MAKERS["stablehlo.reduce"] = _reduce
