@@ -159,3 +159,31 @@ def test_a_call_the_interpreter_refuses_waits_for_the_compiled_program(monkeypat
     stats = dynamic.stats()
     assert stats["interpreted_shapes"] == stats["interpreter_refusals"] == 1
     assert stats["specializations"] == 1
+
+
+def test_a_shape_whose_background_build_fails_specializes_on_the_callers_thread(monkeypatch):
+    import threading
+
+    from torchneuron.compiler import dynamic_program
+
+    real = dynamic_program.DynamicProgram.specialize
+
+    def failing(self, shapes):
+        if threading.current_thread().name == "torchneuron-specialize":
+            raise dynamic.ShapeConstraintError("refinement failed in the background")
+        return real(self, shapes)
+
+    monkeypatch.setattr(dynamic_program.DynamicProgram, "specialize", failing)
+
+    def scaled(x):
+        return (x * 2).sum(-1) + 1
+
+    compiled = torch.compile(scaled, backend="neuron", dynamic=True)
+    x = torch.randn(5, 4)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), scaled(x))  # interpreted
+        specialize_later.drain()
+        # the build failed: the next call specializes on this thread, as before
+        torch.testing.assert_close(compiled(x), scaled(x))
+    assert dynamic.stats()["interpreted_shapes"] == 1
+    assert dynamic.stats()["specializations"] == 1

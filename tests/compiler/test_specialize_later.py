@@ -55,8 +55,16 @@ def test_a_build_runs_at_a_short_switch_interval_and_puts_the_old_one_back():
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_a_forked_child_abandons_its_parents_builds_and_starts_its_own_thread():
     release = threading.Event()
-    running = specialize_later.submit(("fork", "running"), lambda: release.wait(5))
+    started = threading.Event()
+    interval = sys.getswitchinterval()
+
+    def running_build():
+        started.set()
+        return release.wait(5)
+
+    running = specialize_later.submit(("fork", "running"), running_build)
     queued = specialize_later.submit(("fork", "queued"), lambda: "parent's")
+    assert started.wait(5)
     pid = os.fork()
     if pid == 0:  # the child: report through the exit code, never run pytest's teardown
         code = 0
@@ -64,6 +72,8 @@ def test_a_forked_child_abandons_its_parents_builds_and_starts_its_own_thread():
             for pending in (running, queued):
                 if not (pending.done and isinstance(pending.error, specialize_later.Abandoned)):
                     code = 1
+            if sys.getswitchinterval() != interval:  # the parent's build lowered it
+                code = 3
             own = specialize_later.submit(("fork", "child"), lambda: "child's")
             if not (own.wait(5) and own.value == "child's"):
                 code = 2
@@ -118,3 +128,17 @@ def test_cancel_drops_the_queued_builds_and_waits_for_the_running_one():
     assert queued.done and isinstance(queued.error, specialize_later.Abandoned)
     # the thread goes on serving later builds
     assert specialize_later.submit(("cancel", "after"), lambda: 1).wait(5)
+
+
+def test_a_failed_key_is_not_built_again():
+    calls = []
+
+    def build():
+        calls.append(1)
+        raise RuntimeError("XLA refused it")
+
+    first = specialize_later.submit(("failed key",), build)
+    assert first.wait(5) and isinstance(first.error, RuntimeError)
+    again = specialize_later.submit(("failed key",), build)
+    assert again.done and again.error is first.error
+    assert calls == [1]

@@ -1,5 +1,8 @@
 """The padded route: a second shape of an eager op runs its class's program at a bucket."""
 
+import threading
+import warnings
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -193,6 +196,7 @@ def _mlp_on(device, hidden):
 def test_a_new_bucket_runs_interpreted_until_its_compile_is_done():
     sizes = [8, 8, 20, 20, 21]  # 20 and 21: bucket 24, new, then compiled in the background
     losses = {}
+    built_before = specialize_later.stats()["built"]
     for device in ("neuron", "cpu"):
         model, opt = _mlp_on(device, 17)
         losses[device] = []
@@ -203,6 +207,7 @@ def test_a_new_bucket_runs_interpreted_until_its_compile_is_done():
         if device == "neuron":
             weights = [p.detach().cpu() for p in model.parameters()]
             stats = padded.stats()
+            built = specialize_later.stats()["built"] - built_before
         else:
             reference = [p.detach() for p in model.parameters()]
     assert losses["neuron"] == pytest.approx(losses["cpu"], rel=1e-5, abs=1e-6)
@@ -212,7 +217,7 @@ def test_a_new_bucket_runs_interpreted_until_its_compile_is_done():
     assert stats["interpreted_entries"] >= 8
     assert 0 < stats["interpreted_calls"] <= stats["interpreted_entries"]
     assert stats["padded_calls"] > stats["interpreted_calls"]
-    assert specialize_later.stats()["built"] >= stats["interpreted_entries"]
+    assert built == stats["interpreted_entries"]  # one build per op's bucket 24
 
 
 @pytest.mark.parametrize("switch", ["variable", "deterministic"])
@@ -242,3 +247,28 @@ def test_a_call_the_interpreter_refuses_runs_compiled(monkeypatch):
     stats = padded.stats()
     assert stats["interpreted_entries"] == stats["interpreter_refusals"] == 2
     assert stats["interpreted_calls"] == 0
+
+
+def test_a_bucket_whose_build_fails_warns_stays_right_and_is_not_built_again(monkeypatch):
+    from torchneuron.compiler import dynamic_program, specialize_later
+
+    real = dynamic_program.DynamicProgram.loaded
+
+    def failing(self, shapes, core=0):
+        if threading.current_thread().name == "torchneuron-specialize":
+            raise MemoryError("no room for the specialization")
+        return real(self, shapes, core)
+
+    monkeypatch.setattr(dynamic_program.DynamicProgram, "loaded", failing)
+    failed_before = specialize_later.stats()["failed"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in (8, 8, 20, 20, 20, 22):
+            x = torch.randn(n, 13)
+            torch.testing.assert_close((x.to("neuron") * 3).cpu(), x * 3)
+            specialize_later.drain()
+    failures = specialize_later.stats()["failed"] - failed_before
+    assert failures == 1  # bucket 24 once: 22's signature compiled on its own thread
+    assert any("did not compile" in str(w.message) for w in caught)
+    stats = padded.stats()
+    assert stats["interpreted_entries"] == 1 and stats["interpreted_calls"] == 3

@@ -782,3 +782,38 @@ def test_outputs_are_writable_contiguous_and_never_alias_inputs_or_each_other():
     constant[0] = 99
     assert x[0, 0] == 0
     np.testing.assert_array_equal(loaded.execute([x, s])[3], f32(1, 2, 3))
+
+
+def test_a_reduce_whose_init_is_not_its_identity_is_refused_when_run():
+    text = """
+func.func @main(%x: tensor<4x3xf32>, %init: tensor<f32>) -> tensor<3xf32> {
+  %0 = stablehlo.reduce(%x init: %init) applies stablehlo.add across dimensions = [0]
+    : (tensor<4x3xf32>, tensor<f32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}"""
+    program = InterpretedProgram(text, "sum")
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    np.testing.assert_array_equal(program.run([x, np.float32(0)])[0][0], x.sum(0))
+    # XLA may fold a non-identity init in once per partial sum: left to the compiled program
+    with pytest.raises(Uninterpretable, match="not its identity"):
+        program.run([x, np.float32(1)])
+
+
+def test_the_one_blas_thread_limit_is_counted_across_threads():
+    from threadpoolctl import ThreadpoolController
+
+    from torchneuron.runtime.interpreter import _one_blas_thread
+
+    blas = ThreadpoolController().select(user_api="blas", internal_api="openblas")
+    if not blas.lib_controllers:
+        pytest.skip("numpy's BLAS is not OpenBLAS here")
+
+    def threads():
+        return blas.info()[0]["num_threads"]
+
+    before = threads()
+    with _one_blas_thread:
+        with _one_blas_thread:  # a second run, overlapping (another thread's)
+            assert threads() == 1
+        assert threads() == 1  # the first still runs
+    assert threads() == before
