@@ -49,7 +49,7 @@ VARIABLES: dict[str, str] = {
     XLA_THREADS: "threads of the numerics (default: every core the process may use)",
     LAUNCH_BLOCKING: "1: eager ops run synchronously, errors raised at the op (read once)",
     EAGER_FUSION: "0: eager ops are never fused into one program (default on)",
-    INTERPRET: "0: an eager op's new bucket waits for its compile instead of running interpreted until the compile is done (default on)",
+    INTERPRET: "0: a new bucket of an eager op or of a torch.compile(dynamic=True) graph waits for its compile instead of running interpreted until the compile is done (default on)",
     BUCKETS: "sizes torch.compile pads dynamic inference sizes (and eager ops their changed sizes) up to: 32,64,128, auto (default) or off",
     CHECK: "1: every compiled graph also runs on the CPU; a differing output raises NumericsMismatchError",
     CHECK_DIR: "check mode writes the smallest failing program (script, inputs, StableHLO) here",

@@ -12,13 +12,14 @@ holder must let go, and a step of small ops asks for it dozens of times: a build
 therefore runs with the interval at ``BUILD_SWITCH_INTERVAL`` (0.5 ms), and the value
 before it is put back when the build ends (unless someone else changed it since).
 Measured on an MLP training step while its 13 specializations were built: 35-96 ms a
-step at 5 ms, 5.2-5.8 ms at 0.5 ms (a step with nothing building: ~5 ms).
+step at 5 ms, 5-25 ms at 0.5 ms (a step with nothing building: ~5 ms).
 
 One build per key: a second ``submit`` of a queued or running key gets its
 ``Pending``; a key whose build raised is not built again (``submit`` hands back a
 ``Pending`` holding that error, so the caller builds on its own thread and the error
 reaches the user as it did before). At exit, queued builds are dropped and the running one is waited for
-(``JOIN_SECONDS`` at most), so XLA is never torn down under a compile. A forked child
+(``JOIN_SECONDS`` at most: exit may wait that long), so XLA is not torn down under a
+compile. A forked child
 starts with no thread: what its parent had queued or running is marked abandoned
 (the child's calls go on interpreted, or compile on their thread), and the next
 ``submit`` starts the child's own thread.
