@@ -1,6 +1,7 @@
 """Specializations built on a background thread while the interpreter runs their calls.
 
-A new bucket of an eager op used to wait for its specialization (shape refinement,
+A new bucket of an eager op (or of a torch.compile dynamic graph) used to wait for its
+specialization (shape refinement,
 the pass pipeline, the NEFF, the verifier, XLA's compile: 0.1-0.2 s an op, about a
 second for a training step's ops). The device now runs such a bucket's calls with
 the interpreter (``runtime/interpreter.py``) and hands the specialization to
@@ -17,11 +18,11 @@ step at 5 ms, 5-25 ms at 0.5 ms (a step with nothing building: ~5 ms).
 One build per key: a second ``submit`` of a queued or running key gets its
 ``Pending``; a key whose build raised is not built again (``submit`` hands back a
 ``Pending`` holding that error, so the caller builds on its own thread and the error
-reaches the user as it did before). At exit, queued builds are dropped and the running one is waited for
-(``JOIN_SECONDS`` at most: exit may wait that long), so XLA is not torn down under a
-compile. A forked child
-starts with no thread: what its parent had queued or running is marked abandoned
-(the child's calls go on interpreted, or compile on their thread), and the next
+reaches the user as it did before). At exit, queued builds are dropped and the running
+one is waited for (``JOIN_SECONDS`` at most: exit may wait that long), so XLA is not
+torn down under a compile. A forked child starts with no thread: what its parent had
+queued or running is marked abandoned (the child's calls compile on their own thread),
+the switch interval a running build lowered is put back, and the next
 ``submit`` starts the child's own thread.
 """
 
