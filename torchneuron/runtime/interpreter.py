@@ -95,7 +95,9 @@ class InterpretedProgram:
             fn = maker(op, [result])
             operands = [_slot(slots, value, name) for value in op.operands]
             slots[op.results[0]] = len(slots)
-            steps.append([fn, operands, len(slots) - 1, *result, ()])
+            dtype, shape = result
+            static = shape if None not in shape else None
+            steps.append([fn, tuple(operands), len(slots) - 1, dtype, static, shape, ()])
         if outputs is None:
             raise Uninterpretable(f"{name}: @main does not return")
         self._slot_count = len(slots)
@@ -109,7 +111,7 @@ class InterpretedProgram:
         kept = set(outputs) | set(range(len(self.inputs)))
         for slot, index in last_use.items():
             if slot not in kept:
-                steps[index][5] += (slot,)
+                steps[index][6] += (slot,)
         self._steps = [tuple(step) for step in steps]
         self.checks = tuple(
             (position, _check_error(kind, name), message) for position, kind, message in checks
@@ -133,17 +135,26 @@ class InterpretedProgram:
             values[index] = array
             live += array.nbytes
         peak = live
+        operand = values.__getitem__
+        ndarray = np.ndarray
         with np.errstate(all="ignore"):
-            for fn, operands, slot, dtype, shape, frees in self._steps:
-                value = np.asarray(fn(*[values[i] for i in operands]))
-                if value.dtype != dtype or not _fits(value.shape, shape):
+            # the hot loop: a program of thousands of steps, most of them shape arithmetic
+            # on one-element arrays, pays this per step
+            for fn, operands, slot, dtype, static, shape, frees in self._steps:
+                value = fn(*map(operand, operands))
+                if type(value) is not ndarray:
+                    value = np.asarray(value)
+                if value.dtype != dtype or (
+                    value.shape != static if static is not None else not _fits(value.shape, shape)
+                ):
                     raise Uninterpretable(
                         f"{self.name}: a step gave {value.dtype}{list(value.shape)} where "
                         f"the program says {dtype}{list(shape)}"
                     )
                 values[slot] = value
                 live += value.nbytes
-                peak = max(peak, live)
+                if live > peak:
+                    peak = live
                 for index in frees:
                     live -= values[index].nbytes
                     values[index] = None
