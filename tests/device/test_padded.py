@@ -217,7 +217,8 @@ def test_a_new_bucket_runs_interpreted_until_its_compile_is_done():
     assert stats["interpreted_entries"] >= 8
     assert 0 < stats["interpreted_calls"] <= stats["interpreted_entries"]
     assert stats["padded_calls"] > stats["interpreted_calls"]
-    assert built == stats["interpreted_entries"]  # one build per op's bucket 24
+    # one build per op's bucket 24 (signatures that share one while it builds share it)
+    assert 8 <= built <= stats["interpreted_entries"]
 
 
 @pytest.mark.parametrize("switch", ["variable", "deterministic"])

@@ -233,11 +233,7 @@ class _OneBlasThread:
         with self._lock:
             if self._users == 0:
                 if self._controller is None:
-                    from threadpoolctl import ThreadpoolController
-
-                    self._controller = ThreadpoolController().select(
-                        user_api="blas", internal_api="openblas"
-                    )
+                    self._controller = numpy_blas()
                 self._limiter = self._controller.limit(limits=1)
             self._users += 1
 
@@ -250,6 +246,24 @@ class _OneBlasThread:
 
 
 _one_blas_thread = _OneBlasThread()
+
+
+def numpy_blas() -> Any:
+    """A threadpoolctl controller of the BLAS numpy's matmul calls: the one its wheel
+    ships (``numpy.libs``), else every OpenBLAS loaded (a numpy built on the system's).
+    Other copies (SciPy ships its own OpenBLAS) are left alone."""
+    import os
+
+    from threadpoolctl import ThreadpoolController
+
+    blas = ThreadpoolController().select(user_api="blas", internal_api="openblas")
+    folder = os.path.realpath(os.path.dirname(os.path.dirname(np.__file__)))
+    shipped = [
+        lib.filepath
+        for lib in blas.lib_controllers
+        if os.path.realpath(lib.filepath).startswith(os.path.join(folder, "numpy"))
+    ]
+    return blas.select(filepath=shipped) if shipped else blas
 
 
 def _tensor_type(mlir_type: Any, name: str) -> tuple[np.dtype, tuple[int | None, ...]]:
