@@ -303,7 +303,7 @@ def _iota_of(shape, dimension, dtype):
 
 
 def _shape_of(values: np.ndarray) -> tuple[int, ...]:
-    shape = tuple(int(v) for v in np.asarray(values).reshape(-1))
+    shape = tuple(np.asarray(values).reshape(-1).tolist())
     if any(v < 0 for v in shape):
         raise Uninterpretable(f"a negative size in {list(shape)}")
     return shape
@@ -334,13 +334,25 @@ def _broadcast(op, results):
     if shape is None:
         raise Uninterpretable("a broadcast to a dynamic shape")
     dims = _ints(op, "broadcast_dimensions")
-    return lambda x: _broadcast_in_dim(x, shape, dims)
+    identity = dims == list(range(len(shape)))
+    return lambda x: x if identity and x.shape == shape else _broadcast_in_dim(x, shape, dims)
 
 
 @_maker("stablehlo.dynamic_broadcast_in_dim")
 def _dynamic_broadcast(op, results):
     dims = _ints(op, "broadcast_dimensions")
-    return lambda x, shape: _broadcast_in_dim(x, _shape_of(shape), dims)
+    rank = len(ir.RankedTensorType(op.results[0].type).shape)
+    identity = dims == list(range(rank))
+
+    def run(x, shape):
+        shape = _shape_of(shape)
+        # the front half broadcasts before most elementwise ops, mostly to the operand's
+        # own shape: that is the operand itself
+        if identity and x.shape == shape:
+            return x
+        return _broadcast_in_dim(x, shape, dims)
+
+    return run
 
 
 def _broadcast_in_dim(x: np.ndarray, shape: tuple, dims: list[int]) -> np.ndarray:
