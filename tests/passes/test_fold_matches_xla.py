@@ -255,3 +255,23 @@ def test_folded_converts_match_xla(source: str):
             assert producer.name == "stablehlo.constant", f"convert {source} -> {target} not folded"
             got = elements_attr_to_numpy(producer.attributes["value"])
             assert_same_values(got, want, f"convert {source} -> {target}")
+
+
+def test_a_float_at_two_to_the_63_is_not_folded_to_an_int64():
+    # float64 rounds int64's max (2**63 - 1) up to 2**63: a bound read from iinfo admitted
+    # 2**63, whose cast wraps to -2**63 (XLA saturates); the range's powers-of-two bound
+    # leaves it to XLA, and the value just below still folds
+    text = """func.func @main() -> (tensor<1xi64>, tensor<1xi64>) {
+  %big = stablehlo.constant dense<9.2233720368547758e18> : tensor<1xf64>
+  %fits = stablehlo.constant dense<9.2233720368547748e18> : tensor<1xf64>
+  %0 = stablehlo.convert %big : (tensor<1xf64>) -> tensor<1xi64>
+  %1 = stablehlo.convert %fits : (tensor<1xf64>) -> tensor<1xi64>
+  return %0, %1 : tensor<1xi64>, tensor<1xi64>
+}"""
+    module = parse_module(text)
+    PassManager.from_pipeline("fold-constants").run(module, PassContext())
+    returned = list(find_function(module).regions[0].blocks[0].operations)[-1].operation.operands
+    big, fits = (v.owner.operation for v in returned)
+    assert big.name == "stablehlo.convert"
+    assert fits.name == "stablehlo.constant"
+    assert elements_attr_to_numpy(fits.attributes["value"]).tolist() == [2**63 - 1024]

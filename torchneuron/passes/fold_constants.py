@@ -57,6 +57,13 @@ from torchneuron.passes.ir_utils import (
     replace_op,
     static_tensor_type,
 )
+from torchneuron.passes.numpy_semantics import (
+    comparison,
+    float_to_int,
+    integer_divide,
+    integer_remainder,
+    round_half_away,
+)
 from torchneuron.passes.registry import Pass, register_pass
 from torchneuron.target import dtypes
 
@@ -99,28 +106,13 @@ def _elementwise(
     return evaluate
 
 
-def _xla_safe_divisor(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``b`` with 1 where XLA special-cases integer division, and where ``b`` was 0."""
-    by_zero = b == 0
-    special = by_zero
-    if a.dtype.kind == "i":
-        special = special | ((a == np.iinfo(a.dtype).min) & (b == -1))
-    return np.where(special, np.ones_like(b), b), by_zero
-
-
 # divide(a, b): IEEE for floats; for integers truncation toward zero, with XLA's
 # definitions a/0 = -1 (all ones) and INT_MIN/-1 = INT_MIN
 def _divide(op: ir.Operation, xs: list[np.ndarray], dtype: np.dtype) -> np.ndarray | None:
     a, b = xs
     if _numeric_ok(a.dtype, ints=False, floats=True, bools=False):
         return np.divide(a, b)
-    if not _is_int(a.dtype):
-        return None
-    divisor, by_zero = _xla_safe_divisor(a, b)
-    quotient = np.floor_divide(a, divisor)
-    inexact_negative = (np.remainder(a, divisor) != 0) & ((a < 0) != (divisor < 0))
-    quotient = (quotient + inexact_negative.astype(a.dtype)).astype(a.dtype)
-    return np.where(by_zero, np.array(-1).astype(a.dtype), quotient)
+    return integer_divide(a, b) if _is_int(a.dtype) else None
 
 
 # remainder(a, b): sign of the dividend (C fmod); for integers XLA's a%0 = a, INT_MIN%-1 = 0
@@ -128,27 +120,7 @@ def _remainder(op: ir.Operation, xs: list[np.ndarray], dtype: np.dtype) -> np.nd
     a, b = xs
     if _numeric_ok(a.dtype, ints=False, floats=True, bools=False):
         return np.fmod(a, b)
-    if not _is_int(a.dtype):
-        return None
-    divisor, by_zero = _xla_safe_divisor(a, b)
-    return np.where(by_zero, a, np.fmod(a, divisor))
-
-
-# round_nearest_afz(x): halves away from zero (x - trunc(x) is exact)
-def _round_half_away(x: np.ndarray) -> np.ndarray:
-    truncated = np.trunc(x)
-    away = np.abs(x - truncated) >= 0.5
-    return np.where(away, truncated + np.sign(x), truncated).astype(x.dtype)
-
-
-_COMPARISONS = {
-    "EQ": np.equal,
-    "NE": np.not_equal,
-    "LT": np.less,
-    "LE": np.less_equal,
-    "GT": np.greater,
-    "GE": np.greater_equal,
-}
+    return integer_remainder(a, b) if _is_int(a.dtype) else None
 
 
 # compare(a, b, direction, type) -> i1
@@ -158,15 +130,10 @@ def _compare(op: ir.Operation, xs: list[np.ndarray], dtype: np.dtype) -> np.ndar
     compare_type = "NOTYPE"
     if "compare_type" in op.attributes:
         compare_type = _stablehlo.ComparisonTypeAttr(op.attributes["compare_type"]).value
-    if compare_type == "TOTALORDER" or not (
-        a.dtype == np.bool_ or _is_int(a.dtype) or is_float_dtype(a.dtype)
-    ):
+    compare = comparison(direction, compare_type)
+    if compare is None or not (a.dtype == np.bool_ or _is_int(a.dtype) or is_float_dtype(a.dtype)):
         return None
-    if compare_type == "UNSIGNED" and a.dtype.kind == "i":
-        a, b = a.view(f"u{a.dtype.itemsize}"), b.view(f"u{b.dtype.itemsize}")
-    if compare_type == "SIGNED" and a.dtype.kind == "u":
-        a, b = a.view(f"i{a.dtype.itemsize}"), b.view(f"i{b.dtype.itemsize}")
-    return _COMPARISONS[direction](a, b)
+    return compare(a, b)
 
 
 # select(pred, on_true, on_false)
@@ -206,14 +173,7 @@ def _convert(op: ir.Operation, xs: list[np.ndarray], dtype: np.dtype) -> np.ndar
         if _is_int(source):
             return x.astype(dtype)  # two's complement wrap, as XLA
         # Float -> int: NaN and out-of-range results are implementation-defined.
-        wide = x.astype(np.float64)
-        info = np.iinfo(dtype)
-        if not np.all(np.isfinite(wide)):
-            return None
-        truncated = np.trunc(wide)
-        if np.any(truncated < info.min) or np.any(truncated > info.max):
-            return None
-        return truncated.astype(dtype)
+        return float_to_int(x, dtype)
     # Destination is a float.
     if dtype in _NARROW_FLOATS:
         if _is_int(source) and np.any(np.abs(x.astype(np.float64)) > 2**24):
@@ -291,7 +251,7 @@ _RULES: dict[str, _Rule] = {
     "stablehlo.floor": _Rule(_elementwise(np.floor, ints=False), "elementwise"),
     "stablehlo.ceil": _Rule(_elementwise(np.ceil, ints=False), "elementwise"),
     "stablehlo.round_nearest_even": _Rule(_elementwise(np.rint, ints=False), "elementwise"),
-    "stablehlo.round_nearest_afz": _Rule(_elementwise(_round_half_away, ints=False), "elementwise"),
+    "stablehlo.round_nearest_afz": _Rule(_elementwise(round_half_away, ints=False), "elementwise"),
     "stablehlo.compare": _Rule(_compare, "elementwise"),
     "stablehlo.select": _Rule(_select, "elementwise"),
     "stablehlo.clamp": _Rule(_clamp, "elementwise"),

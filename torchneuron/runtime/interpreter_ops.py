@@ -20,6 +20,14 @@ import numpy as np
 from torch_mlir import ir
 from torch_mlir._mlir_libs import _stablehlo as shlo
 
+from torchneuron.passes.numpy_semantics import (
+    comparison,
+    float_to_int,
+    integer_divide,
+    integer_remainder,
+    round_half_away,
+)
+
 from .interpreter_types import Uninterpretable, element_dtype
 
 Maker = Callable[[Any, list], Callable[..., Any]]
@@ -46,6 +54,14 @@ def _has(op: Any, name: str) -> bool:
 
 def _floating(dtype: np.dtype) -> bool:
     return dtype.kind == "f"
+
+
+def _float_result(op, results) -> np.dtype:
+    """The op's result type, which must be a float (else ``Uninterpretable``)."""
+    dtype = results[0][0]
+    if not _floating(dtype):
+        raise Uninterpretable(f"{op.name} of {dtype}")
+    return dtype
 
 
 # -- elementwise -----------------------------------------------------------------------
@@ -77,34 +93,20 @@ def _float_unary(op, results):
 
 @_maker("stablehlo.rsqrt")
 def _rsqrt(op, results):
-    dtype = results[0][0]
-    if not _floating(dtype):
-        raise Uninterpretable(f"{op.name} of {dtype}")
-    one = dtype.type(1)
+    one = _float_result(op, results).type(1)
     return lambda x: one / np.sqrt(x)
 
 
 @_maker("stablehlo.logistic")
 def _logistic(op, results):
-    dtype = results[0][0]
-    if not _floating(dtype):
-        raise Uninterpretable(f"{op.name} of {dtype}")
-    one = dtype.type(1)
+    one = _float_result(op, results).type(1)
     return lambda x: one / (one + np.exp(-x))
 
 
 @_maker("stablehlo.round_nearest_afz")
 def _round_afz(op, results):
-    if not _floating(results[0][0]):
-        raise Uninterpretable(f"{op.name} of {results[0][0]}")
-    half = results[0][0].type(0.5)
-
-    def round_afz(x):  # ties away from zero, without rounding |x| + 0.5 first
-        whole = np.trunc(x)
-        away = (np.abs(x - whole) >= half).astype(x.dtype)
-        return whole + np.copysign(away, x)
-
-    return round_afz
+    _float_result(op, results)
+    return round_half_away
 
 
 @_maker("stablehlo.abs", "stablehlo.negate", "stablehlo.sign")
@@ -173,49 +175,38 @@ def _divide(op, results):
     if dtype.kind not in "iu":
         raise Uninterpretable(f"{op.name} of {dtype}")
 
-    def integer(a, b):  # StableHLO truncates toward zero, as C does
+    exact = integer_divide if divide else integer_remainder
+
+    def integer(a, b):  # XLA defines these cases; they are left to the compiled program
         if np.any(b == 0) or (dtype.kind == "i" and np.any((b == -1) & (a == np.iinfo(dtype).min))):
             raise Uninterpretable(f"{op.name}: an integer division by zero or overflow")
-        remainder = np.fmod(a, b)
-        if not divide:
-            return remainder
-        return (a - remainder) // b
+        return exact(a, b)
 
     return integer
 
 
 @_maker("stablehlo.power")
 def _power(op, results):
-    if not _floating(results[0][0]):
-        raise Uninterpretable(f"{op.name} of {results[0][0]}")
+    _float_result(op, results)
     return np.power
 
 
 @_maker("stablehlo.atan2")
 def _atan2(op, results):
-    if not _floating(results[0][0]):
-        raise Uninterpretable(f"{op.name} of {results[0][0]}")
+    _float_result(op, results)
     return np.arctan2
-
-
-_COMPARE = {
-    "EQ": np.equal,
-    "NE": np.not_equal,
-    "LT": np.less,
-    "LE": np.less_equal,
-    "GT": np.greater,
-    "GE": np.greater_equal,
-}
 
 
 @_maker("stablehlo.compare")
 def _compare(op, results):
     direction = shlo.ComparisonDirectionAttr(op.attributes["comparison_direction"]).value
+    kind = "NOTYPE"
     if _has(op, "compare_type"):
         kind = shlo.ComparisonTypeAttr(op.attributes["compare_type"]).value
-        if kind not in ("FLOAT", "SIGNED", "UNSIGNED", "NOTYPE"):
-            raise Uninterpretable(f"{op.name} of type {kind}")
-    return _COMPARE[direction]
+    compare = comparison(direction, kind)
+    if compare is None:
+        raise Uninterpretable(f"{op.name} of type {kind}")
+    return compare
 
 
 @_maker("stablehlo.select")
@@ -236,16 +227,12 @@ def _convert(op, results):
     if target == np.bool_:
         return lambda x: x != 0
     if target.kind in "iu" and _floating(source):
-        info = np.iinfo(target)
-        # the range as powers of two, exact in every float type (info.max is not: float32
-        # rounds 2**31 - 1 up to 2**31)
-        low, high = float(info.min), float(info.max) + 1.0
 
         def to_integer(x):  # toward zero; NaN, inf and values out of range: compiled
-            whole = np.trunc(x)
-            if not np.all((whole >= low) & (whole < high)):
+            whole = float_to_int(x, target)
+            if whole is None:
                 raise Uninterpretable(f"{op.name}: a value outside {target}'s range")
-            return whole.astype(target)
+            return whole
 
         return to_integer
     return lambda x: x.astype(target)
