@@ -29,6 +29,7 @@ XLA_THREADS = "TORCHNEURON_XLA_THREADS"
 LAUNCH_BLOCKING = "NEURON_LAUNCH_BLOCKING"
 EAGER_FUSION = "TORCHNEURON_EAGER_FUSION"
 INTERPRET = "TORCHNEURON_INTERPRET"
+BUILD_NICE = "TORCHNEURON_BUILD_NICE"
 BUCKETS = "TORCHNEURON_BUCKETS"
 CHECK = "TORCHNEURON_CHECK"
 CHECK_DIR = "TORCHNEURON_CHECK_DIR"
@@ -50,6 +51,7 @@ VARIABLES: dict[str, str] = {
     LAUNCH_BLOCKING: "1: eager ops run synchronously, errors raised at the op (read once)",
     EAGER_FUSION: "0: eager ops are never fused into one program (default on)",
     INTERPRET: "0: a new bucket of an eager op or of a torch.compile(dynamic=True) graph waits for its compile instead of running interpreted until the compile is done (default on)",
+    BUILD_NICE: "0: the background thread that builds specializations, and the threads XLA starts from it, keep the process's scheduling priority instead of nice 10 (Linux; default on)",
     BUCKETS: "sizes torch.compile pads dynamic inference sizes (and eager ops their changed sizes) up to: 32,64,128, auto (default) or off",
     CHECK: "1: every compiled graph also runs on the CPU; a differing output raises NumericsMismatchError",
     CHECK_DIR: "check mode writes the smallest failing program (script, inputs, StableHLO) here",
@@ -68,6 +70,7 @@ FLAGS = (
     LAUNCH_BLOCKING,
     EAGER_FUSION,
     INTERPRET,
+    BUILD_NICE,
     CHECK,
     UPDATE_GOLDENS,
 )

@@ -142,3 +142,23 @@ def test_a_failed_key_is_not_built_again():
     again = specialize_later.submit(("failed key",), build)
     assert again.done and again.error is first.error
     assert calls == [1]
+
+
+def _niceness() -> int:
+    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="thread priorities: Linux")
+@pytest.mark.parametrize("setting", ["", "0"])
+def test_the_builder_yields_the_cpu_unless_told_not_to(monkeypatch, setting):
+    monkeypatch.setenv("TORCHNEURON_BUILD_NICE", setting)
+    caller = _niceness()
+    worker = specialize_later._Worker()  # a thread of its own, started by this submit
+    try:
+        pending = worker.submit(("niceness",), _niceness)
+        assert pending.wait(10) and pending.error is None
+    finally:
+        worker.close()
+    expected = caller if setting == "0" else max(caller, specialize_later.BUILD_NICENESS)
+    assert pending.value == expected
+    assert _niceness() == caller  # the caller's thread keeps its priority
