@@ -162,3 +162,18 @@ def test_the_builder_yields_the_cpu_unless_told_not_to(monkeypatch, setting):
     expected = caller if setting == "0" else max(caller, specialize_later.BUILD_NICENESS)
     assert pending.value == expected
     assert _niceness() == caller  # the caller's thread keeps its priority
+
+
+def test_a_malformed_niceness_setting_is_the_callers_error(monkeypatch):
+    from torchneuron.settings import SettingsError
+
+    monkeypatch.setenv("TORCHNEURON_BUILD_NICE", "sometimes")
+    worker = specialize_later._Worker()
+    with pytest.raises(SettingsError, match="TORCHNEURON_BUILD_NICE"):
+        worker.submit(("malformed",), lambda: 1)
+    assert worker.thread is None and not worker.pending  # nothing queued, no thread
+    monkeypatch.setenv("TORCHNEURON_BUILD_NICE", "0")
+    try:
+        assert worker.submit(("malformed",), lambda: 1).wait(10)
+    finally:
+        worker.close()

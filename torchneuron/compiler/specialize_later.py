@@ -107,6 +107,8 @@ class _Worker:
         self.failed: LRU[Hashable, BaseException] = LRU(capacity=1024)
 
     def submit(self, key: Hashable, build: Callable[[], Any]) -> Pending:
+        # read by the caller: a malformed setting is its error, not the thread's
+        niced = _niced() if self.thread is None else False
         with self.condition:
             found = self.pending.get(key)
             if found is not None:
@@ -126,14 +128,15 @@ class _Worker:
             STATS["submitted"] += 1
             if self.thread is None:
                 self.thread = threading.Thread(
-                    target=self._work, name="torchneuron-specialize", daemon=True
+                    target=self._work, args=(niced,), name="torchneuron-specialize", daemon=True
                 )
                 self.thread.start()
             self.condition.notify()
         return pending
 
-    def _work(self) -> None:
-        _yield_the_cpu()
+    def _work(self, niced: bool) -> None:
+        if niced:
+            _yield_the_cpu()
         while True:
             with self.condition:
                 while not self.queue and not self.closing:
@@ -186,15 +189,17 @@ class _Worker:
 _worker = _Worker()
 
 
+def _niced() -> bool:
+    """Whether the builder yields the CPU: on Linux (elsewhere a thread's id is not a
+    target of setpriority), unless ``TORCHNEURON_BUILD_NICE=0``."""
+    from torchneuron import settings
+
+    return sys.platform.startswith("linux") and settings.env_flag(settings.BUILD_NICE, default=True)
+
+
 def _yield_the_cpu() -> None:
     """Give the calling thread (the builder) ``BUILD_NICENESS``: the caller's threads
     win the CPU from it and from the threads XLA starts from it (its compile's)."""
-    from torchneuron import settings
-
-    if not sys.platform.startswith("linux") or not settings.env_flag(
-        settings.BUILD_NICE, default=True
-    ):
-        return  # elsewhere a thread's id is not a target of setpriority
     thread = threading.get_native_id()
     try:
         if os.getpriority(os.PRIO_PROCESS, thread) < BUILD_NICENESS:
