@@ -20,7 +20,7 @@ The builder also yields the CPU: on Linux its thread runs at nice ``BUILD_NICENE
 threads of its own, about one per core (``PJRT_NPROC`` does not size them), so a
 background compile took every core of a two-core machine from the caller interpreting
 the new shape: a GPT training step at a new length took 63-85 ms (median of eight
-lengths) while its specializations compiled, 33-39 ms with the builder niced, and the
+lengths) while its specializations compiled, 33-47 ms with the builder niced, and the
 builds took as long. A thread's priority cannot be raised back without a privilege
 most processes lack, so those threads keep it for the rest of the process: against
 other busy processes they get less of the CPU (one of them may be an XLA thread the
