@@ -62,6 +62,26 @@ def test_a_new_process_loads_the_graph_instead_of_compiling_it():
     assert loaded.none_outputs == (1,) and loaded.constant_outputs == {2: 8}
 
 
+def test_a_hit_reads_its_neff_once_with_its_checks(monkeypatch):
+    """The disk cache's check decodes the entry (every NEFF check included); the load
+    takes that decoding instead of reading the NEFF a second time."""
+    import torchneuron.neff
+
+    fresh = compile_again()
+    clear_memory_cache()
+    reads = []
+    real = torchneuron.neff.read_neff
+
+    def counted(data, **keywords):
+        reads.append(len(data))
+        return real(data, **keywords)
+
+    monkeypatch.setattr(torchneuron.neff, "read_neff", counted)
+    loaded = compile_again()
+    assert loaded.cache_hit and reads == [len(fresh.neff)]
+    assert (loaded.name, loaded.neff, loaded.outputs) == ("g", fresh.neff, fresh.outputs)
+
+
 def rewrite_facts(path, **changes):
     payload = unwrap_entry(path.stem, path.read_bytes(), GRAPH_ENTRY)
     line, neff = payload.split(b"\n", 1)
