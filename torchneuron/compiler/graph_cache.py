@@ -105,14 +105,16 @@ def _spec(entry: dict) -> dict:
     return {"name": entry["name"], "shape": list(entry["shape"]), "dtype": entry["dtype"]}
 
 
-# The payload ``_check`` decoded last on this thread, with its graph: ``load`` reads the
-# entry through that check, and decoding it again read the NEFF a second time (~10 ms of
-# Python a graph, while a background load shares the GIL with the caller's calls).
+# While ``load`` reads an entry on this thread, the payload its check decoded and the
+# graph: decoding it again read the NEFF a second time (~10 ms of Python a graph, while
+# a background load shares the GIL with the caller's calls). Nothing is kept otherwise.
 _checked = threading.local()
 
 
 def _check(payload: bytes) -> None:
-    _checked.last = (payload, decode_payload(payload, "graph", "trn2"))
+    graph = decode_payload(payload, "graph", "trn2")
+    if getattr(_checked, "loading", False):
+        _checked.last = (payload, graph)
 
 
 class GraphCache(DiskCache):
@@ -134,9 +136,11 @@ def graph_key(request_digest: str) -> str:
 def load(request_digest: str, name: str, target: str) -> CompiledGraph | None:
     """The graph compiled earlier (by any process) for this request, or None."""
     cache = default_cache(GraphCache)
-    _checked.last = None
-    payload = cache.get(graph_key(request_digest))
-    checked, _checked.last = getattr(_checked, "last", None), None
+    _checked.loading, _checked.last = True, None
+    try:
+        payload = cache.get(graph_key(request_digest))
+    finally:
+        checked, _checked.loading, _checked.last = _checked.last, False, None
     if payload is None:
         return None
     if checked is not None and checked[0] is payload:  # decoded by the check just now
