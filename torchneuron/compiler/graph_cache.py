@@ -28,7 +28,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
-import threading
 from typing import Any
 
 from torchneuron.compiler.cache import compiler_fingerprint
@@ -105,16 +104,8 @@ def _spec(entry: dict) -> dict:
     return {"name": entry["name"], "shape": list(entry["shape"]), "dtype": entry["dtype"]}
 
 
-# While ``load`` reads an entry on this thread, the payload its check decoded and the
-# graph: decoding it again read the NEFF a second time (~10 ms of Python a graph, while
-# a background load shares the GIL with the caller's calls). Nothing is kept otherwise.
-_checked = threading.local()
-
-
-def _check(payload: bytes) -> None:
-    graph = decode_payload(payload, "graph", "trn2")
-    if getattr(_checked, "loading", False):
-        _checked.last = (payload, graph)
+def _check(payload: bytes) -> CompiledGraph:
+    return decode_payload(payload, "graph", "trn2")
 
 
 class GraphCache(DiskCache):
@@ -135,17 +126,16 @@ def graph_key(request_digest: str) -> str:
 
 def load(request_digest: str, name: str, target: str) -> CompiledGraph | None:
     """The graph compiled earlier (by any process) for this request, or None."""
-    cache = default_cache(GraphCache)
-    _checked.loading, _checked.last = True, None
-    try:
-        payload = cache.get(graph_key(request_digest))
-    finally:
-        checked, _checked.loading, _checked.last = _checked.last, False, None
-    if payload is None:
+    found = default_cache(GraphCache).get_checked(graph_key(request_digest))
+    if found is None:
         return None
-    if checked is not None and checked[0] is payload:  # decoded by the check just now
-        return dataclasses.replace(checked[1], name=name, target=target)
-    return decode_payload(payload, name, target)
+    payload, checked = found
+    if checked is None:  # an entry from memory: not decoded by the check
+        return decode_payload(payload, name, target)
+    # the check decoded the entry (every NEFF check included): reading the NEFF again
+    # cost ~10 ms of Python a graph, while a background load shares the GIL with the
+    # caller's calls
+    return dataclasses.replace(checked, name=name, target=target)
 
 
 def store(request_digest: str, compiled: CompiledGraph) -> None:

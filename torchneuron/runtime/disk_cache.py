@@ -99,7 +99,8 @@ class Entries:
     folder: str  # under the cache root
     suffix: str  # of entry files
     kind: EntryKind
-    # Raises (anything) when a payload read from disk must not be used.
+    # Raises (anything) when a payload read from disk must not be used; what it returns
+    # (its decoding, say) is handed to ``get_checked``'s caller.
     check: Callable[[bytes], Any]
     # Entries bigger than this are refused unread (a bound on hostile files); None: the
     # payload's own reader bounds what it reads.
@@ -173,6 +174,13 @@ class DiskCache:
         """The payload stored under ``key``, or ``None``; a bad disk entry is a miss."""
         found = self._lookup(key)
         return None if found is None else found[0]
+
+    def get_checked(self, key: str) -> tuple[bytes, Any] | None:
+        """(payload, what the entries' check returned for it) for ``key``, or ``None``: a
+        caller that decodes the payload as the check did need not do it twice. The check
+        runs on disk reads; an entry found in memory comes with ``None``."""
+        found = self._lookup(key)
+        return None if found is None else (found[0], found[2])
 
     def put(self, key: str, payload: bytes) -> None:
         """Store ``payload`` under ``key`` in memory and (atomically) on disk.
@@ -278,14 +286,15 @@ class DiskCache:
 
     # -- internals ----------------------------------------------------------
 
-    def _lookup(self, key: str) -> tuple[bytes, FileIdentity | None] | None:
-        """(payload, identity of the disk file it came from, None from memory), or None."""
+    def _lookup(self, key: str) -> tuple[bytes, FileIdentity | None, Any] | None:
+        """(payload, identity of the disk file it came from, what the check returned;
+        both None from memory), or None."""
         _check_key(key)
         payload = self._memory.get(key)
         if payload is not None:
             with self._lock:
                 self.stats.memory_hits += 1
-            return payload, None
+            return payload, None, None
         found = self._read_disk(key)
         with self._lock:
             if found is None:
@@ -295,9 +304,10 @@ class DiskCache:
             self._memory.put(key, found[0])
         return found
 
-    def _read_disk(self, key: str) -> tuple[bytes, FileIdentity] | None:
-        """The payload of ``key``'s disk entry and the file's identity; None for a missing or
-        bad entry (a bad one is refused: warned about, counted and deleted)."""
+    def _read_disk(self, key: str) -> tuple[bytes, FileIdentity, Any] | None:
+        """The payload of ``key``'s disk entry, the file's identity and what the check
+        returned; None for a missing or bad entry (a bad one is refused: warned about,
+        counted and deleted)."""
         path = self.path_for(key)
         if path is None:
             return None
@@ -333,23 +343,23 @@ class DiskCache:
             if (key, hashlib.sha256(payload).hexdigest()) in self._refused:
                 self._delete(path, identity)  # refused before (when loaded): not again
                 return None
-            self.entries.check(payload)
+            checked = self.entries.check(payload)
         # Any exception: a reader should raise only its own error, but an entry that makes
         # it raise anything else must not fail every later run.
         except Exception as error:
             self._refuse(key, None, _reason(error), path, identity)
             return None
         _mark_used(path)
-        return payload, identity
+        return payload, identity, checked
 
     def _load_cached(
         self,
         key: str,
-        found: tuple[bytes, FileIdentity | None],
+        found: tuple[bytes, FileIdentity | None, Any],
         load: Callable[[bytes], Loaded],
     ) -> Loaded | object:
         """``load(payload)`` of a payload from the cache, or ``_REFUSED`` (it was refused)."""
-        payload, identity = found
+        payload, identity, _ = found
         try:
             return load(payload)
         except Exception as error:
