@@ -132,7 +132,8 @@ def test_gpt_inference_over_sequence_lengths_is_native():
 def test_a_size_less_a_constant_is_a_size_expression():
     """A language model's shifted loss (``logits[:, :-1]``) has sizes like s0 - 1, which
     sympy holds as s0 + (-1); training the zoo GPT on it used to fail with a bare
-    ValueError from the dynamic signature, then to compile its graphs per shape."""
+    ValueError from the dynamic signature, then to compile its graphs per shape, then
+    its backward per shape (its slice_scatter along the length had no symbolic form)."""
     from torchneuron.zoo import ZOO
 
     entry = ZOO["gpt"]
@@ -145,18 +146,52 @@ def test_a_size_less_a_constant_is_a_size_expression():
         return loss
 
     compiled = torch.compile(lambda tokens: step(model, tokens), backend="neuron", dynamic=True)
-    # The backward's slice_scatter along the symbolic length (x[:, :-1]'s gradient) has
-    # no torch-mlir lowering (its end is not a constant): that graph is compiled per
-    # shape, after one warning.
-    warnings.filterwarnings("ignore", message=".*_backward has symbolic.*compiled once per shape")
-    for length in (16, 11):  # two lengths show the front half reused
-        tokens = torch.randint(0, 128, (2, length))
-        torch.testing.assert_close(compiled(tokens), step(reference, tokens))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for length in (16, 11):  # two lengths show the front halves reused
+            tokens = torch.randint(0, 128, (2, length))
+            torch.testing.assert_close(compiled(tokens), step(reference, tokens))
+    assert not [w for w in caught if "compiled once per shape" in str(w.message)]
     for got, want in zip(model.parameters(), reference.parameters()):
         torch.testing.assert_close(got.grad, want.grad, rtol=1e-4, atol=1e-5)
-    # the forward is lowered once: its x[:, :-1] counts its end from the start (s0 - 1)
-    # and its reshape(-1, V) floor-divides a size
-    assert _settled()["front_half"] == 1
+    stats = _settled()
+    # each graph is lowered once: the forward's x[:, :-1] counts its end from the start
+    # (s0 - 1), its reshape(-1, V) floor-divides a size; the backward scatters the
+    # gradient of x[:, :-1] back as a concatenation
+    assert stats["front_half"] == 2 and stats["per_shape_front_half"] == 0
+
+
+@pytest.mark.parametrize(("start", "end"), [(0, -1), (1, None), (2, -2), (1, 2**63 - 1)], ids=str)
+def test_slice_scatter_along_a_symbolic_dimension_is_lowered_once(start, end):
+    """The backward of x[:, start:end] at a dynamic length: slice_scatter with bounds
+    counted from the end, which torch-mlir lowers only with a constant end."""
+
+    def scatter(x):
+        return torch.slice_scatter(torch.ones_like(x), x[:, start:end] * 2, 1, start, end)
+
+    compiled = torch.compile(scatter, backend="neuron")
+    for length in (7, 10, 6):
+        x = torch.randn(3, length)
+        torch._dynamo.mark_dynamic(x, 1)  # the length only (the bounds stay constants)
+        assert torch.equal(compiled(x), scatter(x))
+    stats = _settled()
+    assert stats["front_half"] == 1 and stats["per_shape_front_half"] == 0
+
+
+def test_a_size_input_the_tracer_knows_is_a_constant_of_the_program():
+    """At length 4, x[:, 2:-2] is empty: Dynamo traces a second graph, which takes the
+    size 4 as an input (a size with no symbol); it is lowered with the constant."""
+
+    def scatter(x):
+        return torch.slice_scatter(torch.ones_like(x), x[:, 2:-2] * 2, 1, 2, -2)
+
+    compiled = torch.compile(scatter, backend="neuron")
+    for length in (7, 4):
+        x = torch.randn(3, length)
+        torch._dynamo.maybe_mark_dynamic(x, 1)
+        assert torch.equal(compiled(x), scatter(x))
+    stats = _settled()
+    assert stats["front_half"] == 2 and stats["per_shape_front_half"] == 0  # a graph each
 
 
 def test_neuron_device_inputs_dynamic_batch():

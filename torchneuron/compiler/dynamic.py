@@ -473,6 +473,17 @@ def _size_node(graph: torch.fx.Graph, expr, carriers: dict) -> torch.fx.Node:
     raise DynamicShapeError(f"size expression {expr} has no form a dynamic program can compute")
 
 
+def _replace_with_constant(node: torch.fx.Node, constant: int) -> None:
+    """Every use of ``node`` made a use of the integer ``constant``."""
+
+    def swapped(argument):
+        return constant if argument is node else argument
+
+    for user in list(node.users):
+        user.args = torch.fx.node.map_arg(user.args, swapped)
+        user.kwargs = torch.fx.node.map_arg(user.kwargs, swapped)
+
+
 def _sizes_from_tensors(
     gm: torch.fx.GraphModule,
 ) -> tuple[torch.fx.GraphModule, list[int], dict[int, str]]:
@@ -498,15 +509,18 @@ def _sizes_from_tensors(
         if isinstance(value, torch.SymInt):
             expr = value.node.expr
             missing = [s for s in expr.free_symbols if s not in carriers]
-            if missing or not expr.free_symbols:
+            if missing or not isinstance(expr, sympy.Expr):
                 raise DynamicShapeError(
                     f"size input {node.name} = {expr} is no tensor input's dimension "
                     "(nor arithmetic of them)"
                 )
-            with graph.inserting_before(first_body):
-                size = _size_node(graph, expr, carriers)
-            size.meta["val"] = value
-            node.replace_all_uses_with(size)
+            if expr.free_symbols:
+                with graph.inserting_before(first_body):
+                    size = _size_node(graph, expr, carriers)
+                size.meta["val"] = value
+                node.replace_all_uses_with(size)
+            else:  # a size the tracer knows (Dynamo passes some as inputs): a constant
+                _replace_with_constant(node, int(expr))
             graph.erase_node(node)
             size_positions.append(position)
         elif isinstance(value, (int, float, bool)) or (

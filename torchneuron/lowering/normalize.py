@@ -194,11 +194,52 @@ def _bounded_slice_scatter(node: torch.fx.Node) -> None:
         return
     size = value.shape[dim]
     start, end = bound.get("start"), bound.get("end")
+    if isinstance(size, torch.SymInt) and all(isinstance(v, int | None) for v in (start, end)):
+        if bound.get("step", 1) == 1:
+            _scatter_as_concatenation(node, bound["input"], bound["src"], dim, start, end)
+        return
     if not all(isinstance(v, int | None) for v in (size, start, end)):
-        return  # a symbolic bound or size: left as it is
-    start, end = _slice_bounds(size, start, end)
+        return  # a symbolic bound: left as it is
+    else:
+        start, end = _slice_bounds(size, start, end)
     node.args = (bound["input"], bound["src"], dim, start, end, bound.get("step", 1))
     node.kwargs = {}
+
+
+def _scatter_as_concatenation(node, source, src, dim: int, start, end) -> None:
+    """slice_scatter along a symbolic dimension (the backward of x[:, :-1] at a dynamic
+    length) as cat(source[:start], src, source[end:]): torch-mlir lowers slice_scatter
+    only with a constant end ("end is not constant"), slices and cat of symbolic sizes
+    it lowers."""
+    start, end = _symbolic_bounds(node, source, dim, start, end)
+    value = source.meta["val"]
+    size = value.shape[dim]
+    graph = node.graph
+
+    def bound_value(bound):
+        return bound.meta["val"] if isinstance(bound, torch.fx.Node) else bound
+
+    def sliced(low, high) -> torch.fx.Node | None:
+        low_value, high_value = bound_value(low), bound_value(high)
+        if statically_known_true(high_value - low_value <= 0):
+            return None  # nothing of the source on this side
+        with graph.inserting_before(node):
+            piece = graph.call_function(aten.slice.Tensor, (source, dim, low, high, 1))
+        piece.meta["val"] = aten.slice.Tensor(value, dim, low_value, high_value, 1)
+        return piece
+
+    pieces = [sliced(0, start), src, sliced(end, _size_node(node, source, dim, size))]
+    with graph.inserting_before(node):
+        joined = graph.call_function(aten.cat.default, ([p for p in pieces if p is not None], dim))
+    joined.meta = {k: v for k, v in node.meta.items() if k in ("val", "stack_trace", "tensor_meta")}
+    node.replace_all_uses_with(joined)
+
+
+def _size_node(node: torch.fx.Node, source: torch.fx.Node, dim: int, size) -> torch.fx.Node:
+    with node.graph.inserting_before(node):
+        size_node = node.graph.call_function(aten.sym_size.int, (source, dim))
+    size_node.meta["val"] = size
+    return size_node
 
 
 @normalizes(aten.slice.Tensor)
