@@ -178,6 +178,31 @@ def test_slice_scatter_along_a_symbolic_dimension_is_lowered_once(start, end):
     assert stats["front_half"] == 1 and stats["per_shape_front_half"] == 0
 
 
+@pytest.mark.parametrize("device", ["cpu", "neuron"])
+def test_a_size_only_products_carry_is_passed_as_an_empty_tensor(device):
+    """The backward of a step that flattens [batch, length, D] sees the batch size only
+    in products (batch * length) and as a size input of its own: the program takes it
+    as a [batch, 0] tensor (on the inputs' device), so the backward is lowered once."""
+    torch.manual_seed(0)
+    reference = torch.randn(8, 5, requires_grad=True)
+    weight = reference.detach().to(device).requires_grad_(True)
+
+    def step(w, x):
+        y = (x @ w)[:, :-1]
+        loss = y.reshape(-1, 5).pow(2).sum()
+        loss.backward()
+        return loss
+
+    compiled = torch.compile(lambda x: step(weight, x), backend="neuron", dynamic=True)
+    for batch, length in ((6, 7), (9, 7), (4, 11), (9, 7)):
+        x = torch.randn(batch, length, 8)
+        loss = compiled(x.to(device))
+        torch.testing.assert_close(loss.cpu(), step(reference, x), rtol=1e-5, atol=1e-4)
+        torch.testing.assert_close(weight.grad.cpu(), reference.grad, rtol=1e-5, atol=1e-4)
+    stats = _settled()
+    assert stats["front_half"] == 2 and stats["per_shape_front_half"] == 0
+
+
 def test_a_size_input_the_tracer_knows_is_a_constant_of_the_program():
     """At length 4, x[:, 2:-2] is empty: Dynamo traces a second graph, which takes the
     size 4 as an input (a size with no symbol); it is lowered with the constant."""

@@ -93,6 +93,7 @@ def compile_dynamic_graph(
     weight_sources: dict[str, str] | None = None,
     output_names: Sequence[str] | None = None,
     dump_dir: str | Path | None = None,
+    carry_sizes: bool = False,
 ) -> tuple[DynamicProgram, list[int]]:
     """Lower an ATen graph with symbolic sizes once.
 
@@ -106,7 +107,10 @@ def compile_dynamic_graph(
     (not program arguments: the caller drops them from its arguments). Raises
     ``DynamicShapeError`` when the graph cannot stay symbolic (a size input no
     tensor dimension carries, a random op of symbolic size), ``LoweringError`` when a
-    stage fails.
+    stage fails. With ``carry_sizes``, a size input that is a symbol no tensor input
+    carries (a batch size a backward sees only in products) becomes a program argument
+    of shape [size, 0] instead (``carrier_positions``: the caller passes ``carrier(size)``
+    for it).
     """
     arguments = dict(
         name=name,
@@ -115,6 +119,7 @@ def compile_dynamic_graph(
         weights=weights,
         weight_sources=weight_sources,
         output_names=output_names,
+        carry_sizes=carry_sizes,
     )
     if dump_dir is not None:
         return _lower(gm, dump_dir=dump_dir, **arguments)
@@ -175,7 +180,7 @@ def _front_half_digest(gm: torch.fx.GraphModule, arguments: dict[str, Any]) -> s
         digest.update(f"{node.name}:{dtype}:{described};".encode())
     guards = [str(g.expr) for g in getattr(shape_env, "guards", ())] if shape_env else []
     digest.update(repr(guards).encode())
-    for key in ("name", "target", "pipeline", "output_names"):
+    for key in ("name", "target", "pipeline", "output_names", "carry_sizes"):
         digest.update(f"{key}={arguments[key]!r};".encode())
     digest.update(repr(sorted((arguments["weight_sources"] or {}).items())).encode())
     for weight_name, value in sorted((arguments["weights"] or {}).items()):
@@ -197,10 +202,11 @@ def _lower(
     weight_sources: dict[str, str] | None,
     output_names: Sequence[str] | None,
     dump_dir: str | Path | None = None,
+    carry_sizes: bool = False,
 ) -> tuple[DynamicProgram, list[int]]:
     """The front half itself (``compile_dynamic_graph`` without the disk cache)."""
     start = time.perf_counter()
-    gm, size_positions, size_outputs = _sizes_from_tensors(gm)
+    gm, size_positions, size_outputs = _sizes_from_tensors(gm, carry_sizes)
     request = Request(
         name=name,
         target=target,
@@ -484,11 +490,60 @@ def _replace_with_constant(node: torch.fx.Node, constant: int) -> None:
         user.kwargs = torch.fx.node.map_arg(user.kwargs, swapped)
 
 
+def carrier_positions(gm: torch.fx.GraphModule, size_positions) -> list[int]:
+    """The positions of ``gm``'s size placeholders that its program takes as shape
+    carriers (``compile_dynamic_graph(carry_sizes=True)``): the sizes it does not drop."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    dropped = set(size_positions)
+    return [
+        i
+        for i, node in enumerate(placeholders)
+        if isinstance(node.meta.get("val"), torch.SymInt) and i not in dropped
+    ]
+
+
+def carrier(size: int, like: Sequence) -> torch.Tensor:
+    """The [size, 0] tensor a program takes for a carried size (no element, no bytes),
+    on the device of the first tensor of ``like``."""
+    device = next((a.device for a in like if isinstance(a, torch.Tensor)), "cpu")
+    return torch.empty((size, 0), dtype=torch.float32, device=device)
+
+
+def _carry(graph: torch.fx.Graph, node: torch.fx.Node, carriers: dict, first_body) -> None:
+    """Make size placeholder ``node`` (a bare symbol) a [size, 0] tensor placeholder whose
+    first dimension its uses read (a node before ``first_body``, after every placeholder)."""
+    from torch._guards import detect_fake_mode
+
+    size = node.meta["val"]
+    values = [n.meta.get("val") for n in graph.nodes if n.op == "placeholder"]
+    tensors_in = [v for v in values if isinstance(v, torch.Tensor)]
+    fake_mode = detect_fake_mode(tensors_in)
+    if fake_mode is None:
+        raise DynamicShapeError(f"size input {node.name} has no tensor input to trace beside")
+    with fake_mode:  # on the device ``carrier`` puts it: the first tensor input's
+        node.meta["val"] = torch.empty((size, 0), dtype=torch.float32, device=tensors_in[0].device)
+    users = list(node.users)
+    with graph.inserting_before(first_body):
+        dimension = graph.call_function(torch.ops.aten.sym_size.int, (node, 0))
+    dimension.meta["val"] = size
+    for user in users:
+        user.replace_input_with(node, dimension)
+    carriers[size.node.expr] = (node, 0)
+
+
+def _never_negative(size: torch.SymInt) -> bool:
+    """Whether the tracer's range for ``size``'s symbol excludes negative values."""
+    bounds = size.node.shape_env.var_to_range.get(size.node.expr)
+    return bounds is not None and bounds.lower >= 0
+
+
 def _sizes_from_tensors(
-    gm: torch.fx.GraphModule,
+    gm: torch.fx.GraphModule, carry_sizes: bool = False
 ) -> tuple[torch.fx.GraphModule, list[int], dict[int, str]]:
     """A copy of ``gm`` whose size placeholders read a tensor's size, whose size outputs
-    are gone; the size placeholders' positions and the size outputs' expressions."""
+    are gone; the size placeholders' positions and the size outputs' expressions. With
+    ``carry_sizes``, a size placeholder that is a symbol no tensor carries is made a
+    carrier (``_carry``) and kept."""
     import sympy
 
     graph = torch.fx.Graph()
@@ -503,6 +558,16 @@ def _sizes_from_tensors(
                 if isinstance(dim, torch.SymInt) and isinstance(dim.node.expr, sympy.Symbol):
                     carriers.setdefault(dim.node.expr, (node, axis))
     first_body = next((n for n in graph.nodes if n.op != "placeholder"), None)
+    if carry_sizes:
+        for node in placeholders:
+            value = node.meta.get("val")
+            if (
+                isinstance(value, torch.SymInt)
+                and isinstance(value.node.expr, sympy.Symbol)
+                and value.node.expr not in carriers
+                and _never_negative(value)  # an int argument may be (a slice's start)
+            ):
+                _carry(graph, node, carriers, first_body)
     size_positions = []
     for position, node in enumerate(placeholders):
         value = node.meta.get("val")

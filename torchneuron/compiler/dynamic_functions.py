@@ -31,7 +31,7 @@ from torchneuron.lowering.rules.random import is_random_state
 from torchneuron.lru import LRU
 from torchneuron.passes.errors import PassError
 
-from .dynamic import compile_dynamic_graph
+from .dynamic import carrier, carrier_positions, compile_dynamic_graph
 from .dynamic_program import STATS, DynamicProgram
 from .dynamic_signature import ShapeConstraintError, evaluate, expression_text
 
@@ -89,6 +89,7 @@ def compile_symbolic(
                 target=options.target,
                 pipeline=options.pipeline,
                 dump_dir=options.dump_dir,
+                carry_sizes=True,
             )
     except (LoweringError, PassError) as exc:  # a pass that fails on the symbolic program
         warnings.warn(
@@ -129,6 +130,8 @@ class DynamicGraphFunction:
     ) -> None:
         self.program = program
         self.size_positions = set(size_positions)
+        # sizes the program takes as [size, 0] tensors (no tensor input carries them)
+        self.carrier_positions = set(carrier_positions(gm, size_positions))
         self.run_compiled = run_compiled
         self._by_shapes: LRU[tuple, Callable] = LRU(capacity=SHAPES_PER_GRAPH)
         # each size input's expression over the symbols (a backward's s0*s1), from the
@@ -136,7 +139,11 @@ class DynamicGraphFunction:
         self.size_texts = size_input_texts(gm, self.size_positions)
 
     def __call__(self, *args):
-        tensor_args = [a for i, a in enumerate(args) if i not in self.size_positions]
+        tensor_args = [
+            carrier(a, args) if i in self.carrier_positions else a
+            for i, a in enumerate(args)
+            if i not in self.size_positions
+        ]
         shapes = tuple(tuple(a.shape) for a in tensor_args)
         values = self.program.signature.bind(shapes)
         for i in sorted(self.size_positions):  # Dynamo's own sizes must agree
