@@ -574,7 +574,7 @@ def _sizes_from_tensors(
         if isinstance(value, torch.SymInt):
             expr = value.node.expr
             missing = [s for s in expr.free_symbols if s not in carriers]
-            if missing or not isinstance(expr, sympy.Expr):
+            if missing:
                 raise DynamicShapeError(
                     f"size input {node.name} = {expr} is no tensor input's dimension "
                     "(nor arithmetic of them)"

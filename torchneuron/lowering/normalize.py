@@ -200,8 +200,7 @@ def _bounded_slice_scatter(node: torch.fx.Node) -> None:
         return
     if not all(isinstance(v, int | None) for v in (size, start, end)):
         return  # a symbolic bound: left as it is
-    else:
-        start, end = _slice_bounds(size, start, end)
+    start, end = _slice_bounds(size, start, end)
     node.args = (bound["input"], bound["src"], dim, start, end, bound.get("step", 1))
     node.kwargs = {}
 
