@@ -31,9 +31,10 @@ from torchneuron.lowering.rules.random import is_random_state
 from torchneuron.lru import LRU
 from torchneuron.passes.errors import PassError
 
-from .dynamic import carrier, carrier_positions, compile_dynamic_graph
+from .dynamic import compile_dynamic_graph
 from .dynamic_program import STATS, DynamicProgram
 from .dynamic_signature import ShapeConstraintError, evaluate, expression_text
+from .dynamic_sizes import carrier, carrier_positions
 
 # Concrete shapes whose programs one graph keeps loaded (the oldest is dropped first).
 SHAPES_PER_GRAPH = 64
