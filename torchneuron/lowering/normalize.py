@@ -211,8 +211,8 @@ def _scatter_as_concatenation(node, source, src, dim: int, start, end) -> None:
     only with a constant end ("end is not constant"), slices and cat of symbolic sizes
     it lowers."""
     start, end = _symbolic_bounds(node, source, dim, start, end)
+    _, stop = _symbolic_bounds(node, source, dim, end, None)  # the dimension's size
     value = source.meta["val"]
-    size = value.shape[dim]
     graph = node.graph
 
     def bound_value(bound):
@@ -227,18 +227,11 @@ def _scatter_as_concatenation(node, source, src, dim: int, start, end) -> None:
         piece.meta["val"] = aten.slice.Tensor(value, dim, low_value, high_value, 1)
         return piece
 
-    pieces = [sliced(0, start), src, sliced(end, _size_node(node, source, dim, size))]
+    pieces = [sliced(0, start), src, sliced(end, stop)]
     with graph.inserting_before(node):
         joined = graph.call_function(aten.cat.default, ([p for p in pieces if p is not None], dim))
     joined.meta = {k: v for k, v in node.meta.items() if k in ("val", "stack_trace", "tensor_meta")}
     node.replace_all_uses_with(joined)
-
-
-def _size_node(node: torch.fx.Node, source: torch.fx.Node, dim: int, size) -> torch.fx.Node:
-    with node.graph.inserting_before(node):
-        size_node = node.graph.call_function(aten.sym_size.int, (source, dim))
-    size_node.meta["val"] = size
-    return size_node
 
 
 @normalizes(aten.slice.Tensor)
