@@ -178,6 +178,29 @@ def test_slice_scatter_along_a_symbolic_dimension_is_lowered_once(start, end):
     assert stats["front_half"] == 1 and stats["per_shape_front_half"] == 0
 
 
+def test_a_view_that_infers_a_dimension_from_the_element_count_is_lowered_once():
+    """transformers' causal-LM loss: labels padded and shifted, logits viewed as
+    (-1, vocab). The -1 is the element count divided by the vocabulary (an unsigned
+    division in torch-mlir's shape arithmetic)."""
+    vocab = 11
+
+    def loss(logits, labels):
+        labels = torch.nn.functional.pad(labels, (0, 1), value=-100)[..., 1:].contiguous()
+        flat = logits.float().view(-1, vocab)
+        return torch.nn.functional.cross_entropy(flat, labels.view(-1), ignore_index=-100)
+
+    compiled = torch.compile(loss, backend="neuron", dynamic=True)
+    for length in (9, 6, 13):
+        logits = torch.randn(2, length, vocab, requires_grad=True)
+        labels = torch.randint(0, vocab, (2, length))
+        expected_logits = logits.detach().clone().requires_grad_(True)
+        compiled(logits, labels).backward()
+        loss(expected_logits, labels).backward()
+        torch.testing.assert_close(logits.grad, expected_logits.grad, rtol=1e-5, atol=1e-6)
+    stats = _settled()
+    assert stats["front_half"] == 2 and stats["per_shape_front_half"] == 0
+
+
 @pytest.mark.parametrize("device", ["cpu", "neuron"])
 def test_a_size_only_products_carry_is_passed_as_an_empty_tensor(device):
     """The backward of a step that flattens [batch, length, D] sees the batch size only

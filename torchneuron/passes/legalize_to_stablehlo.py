@@ -18,6 +18,9 @@ Rewrites (``index`` scalars become ``tensor<i64>``):
 - ``arith.index_cast|extsi|trunci v`` -> ``convert(v)``
 - ``arith.addi|subi|muli|divsi|maxsi|minsi a, b`` -> ``add|subtract|multiply|divide|maximum|minimum``
 - ``arith.floordivsi a, b`` -> ``divide`` less one where the remainder's sign differs from ``b``'s
+- ``arith.divui a, b`` -> ``divide`` where both are counts (constants >= 0, dimension
+  sizes, element counts, and sums, products and quotients of those): unsigned and signed
+  division agree on them (a view's ``-1`` dimension, ``numel // 50``)
 - ``arith.cmpi eq|ne|slt|sle|sgt|sge a, b`` -> ``compare EQ|NE|LT|LE|GT|GE, a, b, SIGNED``
 - ``arith.select c, a, b`` -> ``select c, a, b``
 - ``tensor.from_elements a, b, ..`` -> ``concatenate(reshape(a), reshape(b), ..)``
@@ -55,6 +58,28 @@ _INTEGER_CASTS = frozenset(["arith.index_cast", "arith.extsi", "arith.trunci"])
 # arith.cmpi's predicate (its integer value) -> StableHLO's comparison direction;
 # the unsigned predicates are left alone (shape arithmetic is signed).
 _CMPI_DIRECTION = {0: "EQ", 1: "NE", 2: "LT", 3: "LE", 4: "GT", 5: "GE"}
+
+
+# Scalar ops whose result is a count (>= 0) when their operands are.
+_COUNTS_FROM_COUNTS = frozenset(
+    ["arith.index_cast", "arith.extsi", "arith.addi", "arith.muli", "arith.divui", "arith.maxsi"]
+)
+
+
+def _is_count(value: ir.Value, depth: int = 0) -> bool:
+    """Whether shape arithmetic's ``value`` is never negative: a constant >= 0, a
+    dimension size, an element count, or a sum, product or quotient of such."""
+    op = defining_op(value)
+    if op is None or depth > 16:
+        return False
+    if op.name == "arith.constant":
+        attribute = op.attributes["value"]
+        return isinstance(attribute, ir.IntegerAttr) and attribute.value >= 0
+    if op.name in ("tensor.dim", "shape.num_elements"):
+        return True
+    if op.name in _COUNTS_FROM_COUNTS:
+        return all(_is_count(operand, depth + 1) for operand in op.operands)
+    return False
 
 
 def _tensor_element_type(scalar_type: ir.Type) -> ir.Type:
@@ -145,6 +170,8 @@ class _ShapeArithmetic:
             self.rewrite_arith(op)
         elif name == "arith.floordivsi":
             self.rewrite_floordiv(op)
+        elif name == "arith.divui":
+            self.rewrite_count_division(op)
         elif name == "arith.cmpi":
             self.rewrite_cmpi(op)
         elif name == "arith.select":
@@ -218,6 +245,14 @@ class _ShapeArithmetic:
             _SCALAR_ARITH_TO_STABLEHLO[op.name], operands, operands[0].type, before=op
         )
         self.record(op, result, "scalar-arith")
+
+    # arith.divui a, b -> divide(a, b), where both are counts (never negative)
+    def rewrite_count_division(self, op: ir.Operation) -> None:
+        operands = [self.tensor_of.get(v) for v in op.operands]
+        if any(v is None for v in operands) or not all(_is_count(v) for v in op.operands):
+            return
+        result = self.emit("stablehlo.divide", operands, operands[0].type, before=op)
+        self.record(op, result, "count-division")
 
     # arith.floordivsi a, b -> q = divide(a, b) (truncating), less one where the remainder
     # is nonzero and its sign differs from b's: Python's // on sizes (s0 // 2, a view's
