@@ -283,7 +283,9 @@ def _symbolic(job: GraphJob) -> bool:
 
 
 def _dynamic(job: GraphJob):
-    return compile_symbolic(job.gm, job.name, job.opts, job.run_compiled)
+    return compile_symbolic(
+        job.gm, job.name, job.opts, job.run_compiled, per_shape=lambda: _per_shape(job)
+    )
 
 
 def _per_shape(job: GraphJob):

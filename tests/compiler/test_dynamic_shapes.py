@@ -7,6 +7,7 @@ PyTorch eager on the CPU.
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import pytest
@@ -199,6 +200,48 @@ def test_a_view_that_infers_a_dimension_from_the_element_count_is_lowered_once()
         torch.testing.assert_close(logits.grad, expected_logits.grad, rtol=1e-5, atol=1e-6)
     stats = _settled()
     assert stats["front_half"] == 2 and stats["per_shape_front_half"] == 0
+
+
+def test_an_int_argument_that_may_be_negative_is_a_constant_of_each_program():
+    """A language model's ``logits_to_keep=0``: a Python int Dynamo makes symbolic, used
+    as a slice's start (``hidden[:, -keep:]``), whose range ([-inf, 0] for 0 and for -2)
+    admits negative values, so no tensor dimension can carry it. Each value of it
+    compiles the graph once, symbolic in the length."""
+    torch.manual_seed(0)
+    reference = torch.randn(6, 6, requires_grad=True)
+    weight = reference.detach().clone().requires_grad_(True)
+
+    def step(w, x, keep):
+        loss = (x @ w)[:, -keep:].pow(2).mean()
+        loss.backward()
+        return loss
+
+    compiled = torch.compile(step, backend="neuron", dynamic=True)
+    for length, keep in ((7, 0), (10, 0), (6, 0), (9, -2), (12, -2), (5, 0)):
+        x = torch.randn(2, length, 6)
+        weight.grad = reference.grad = None
+        loss = compiled(weight, x, keep)
+        torch.testing.assert_close(loss, step(reference, x, keep), rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(weight.grad, reference.grad, rtol=1e-5, atol=1e-6)
+    stats = _settled()
+    # forward and backward, once for keep=0 and once for keep=-2
+    assert stats["front_half"] == 4 and stats["per_shape_front_half"] == 0
+
+
+def test_a_python_float_dynamo_makes_an_input_is_lowered_once():
+    """Under dynamic=True, ``math.pi`` becomes a 0-d float64 input, and ``2.0 / math.pi``
+    a true_divide after the decompositions ran (GPT-2's GELU)."""
+
+    def gelu(x):
+        inner = math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))
+        return 0.5 * x * (1.0 + torch.tanh(inner))
+
+    compiled = torch.compile(gelu, backend="neuron", dynamic=True)
+    for length in (5, 8, 3):
+        x = torch.randn(length)
+        torch.testing.assert_close(compiled(x), gelu(x), rtol=1e-5, atol=1e-6)
+    stats = _settled()
+    assert stats["front_half"] == 1 and stats["per_shape_front_half"] == 0
 
 
 @pytest.mark.parametrize("device", ["cpu", "neuron"])

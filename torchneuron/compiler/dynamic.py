@@ -95,6 +95,7 @@ def compile_dynamic_graph(
     output_names: Sequence[str] | None = None,
     dump_dir: str | Path | None = None,
     carry_sizes: bool = False,
+    pinned: dict | None = None,
 ) -> tuple[DynamicProgram, list[int]]:
     """Lower an ATen graph with symbolic sizes once.
 
@@ -111,7 +112,8 @@ def compile_dynamic_graph(
     stage fails. With ``carry_sizes``, a size input that is a symbol no tensor input
     carries (a batch size a backward sees only in products) becomes a program argument
     of shape [size, 0] instead (``carrier_positions``: the caller passes ``carrier(size)``
-    for it).
+    for it). ``pinned`` (symbol -> int, ``dynamic_sizes.pinned_symbols``) makes those
+    symbols constants of the program.
     """
     arguments = dict(
         name=name,
@@ -121,6 +123,7 @@ def compile_dynamic_graph(
         weight_sources=weight_sources,
         output_names=output_names,
         carry_sizes=carry_sizes,
+        pinned=dict(pinned or {}),
     )
     if dump_dir is not None:
         return _lower(gm, dump_dir=dump_dir, **arguments)
@@ -183,6 +186,8 @@ def _front_half_digest(gm: torch.fx.GraphModule, arguments: dict[str, Any]) -> s
     digest.update(repr(guards).encode())
     for key in ("name", "target", "pipeline", "output_names", "carry_sizes"):
         digest.update(f"{key}={arguments[key]!r};".encode())
+    pinned = sorted((str(symbol), int(value)) for symbol, value in arguments["pinned"].items())
+    digest.update(f"pinned={pinned!r};".encode())
     digest.update(repr(sorted((arguments["weight_sources"] or {}).items())).encode())
     for weight_name, value in sorted((arguments["weights"] or {}).items()):
         array = np.ascontiguousarray(
@@ -204,10 +209,11 @@ def _lower(
     output_names: Sequence[str] | None,
     dump_dir: str | Path | None = None,
     carry_sizes: bool = False,
+    pinned: dict | None = None,
 ) -> tuple[DynamicProgram, list[int]]:
     """The front half itself (``compile_dynamic_graph`` without the disk cache)."""
     start = time.perf_counter()
-    gm, size_positions, size_outputs = sizes_from_tensors(gm, carry_sizes)
+    gm, size_positions, size_outputs = sizes_from_tensors(gm, carry_sizes, pinned)
     request = Request(
         name=name,
         target=target,
@@ -224,7 +230,7 @@ def _lower(
     module = compilation.module
     _legalize(module)
     prepared = compilation.prepared
-    signature = _signature(prepared)
+    signature = _signature(prepared, pinned)
     weight_arrays = {
         k: tensors.to_numpy(v) if isinstance(v, torch.Tensor) else np.asarray(v)
         for k, v in prepared.weights.items()
@@ -355,8 +361,9 @@ def _binary_broadcasts(module: ir.Module) -> None:
         op.erase()
 
 
-def _signature(prepared) -> SymbolicSignature:
-    """The inputs' symbolic shapes and the symbols' ranges, from the graph's fake values."""
+def _signature(prepared, pinned: dict | None = None) -> SymbolicSignature:
+    """The inputs' symbolic shapes and the symbols' ranges, from the graph's fake values
+    (with the ``pinned`` symbols' values substituted)."""
     import sympy
 
     inputs, symbols = [], {}
@@ -369,7 +376,7 @@ def _signature(prepared) -> SymbolicSignature:
             if isinstance(dim, int):
                 shape.append(dim)
                 continue
-            expr = dim.node.expr
+            expr = dim.node.expr.subs(pinned) if pinned else dim.node.expr
             if isinstance(expr, sympy.Integer):
                 shape.append(int(expr))
                 continue

@@ -34,7 +34,7 @@ from torchneuron.passes.errors import PassError
 from .dynamic import compile_dynamic_graph
 from .dynamic_program import STATS, DynamicProgram
 from .dynamic_signature import ShapeConstraintError, evaluate, expression_text
-from .dynamic_sizes import carrier, carrier_positions
+from .dynamic_sizes import carrier, carrier_positions, pinned_symbols
 
 # Concrete shapes whose programs one graph keeps loaded (the oldest is dropped first).
 SHAPES_PER_GRAPH = 64
@@ -75,11 +75,30 @@ def draws_random_words(gm: torch.fx.GraphModule) -> bool:
 
 
 def compile_symbolic(
-    gm: torch.fx.GraphModule, name: str, options: Any, run_compiled: RunCompiled
-) -> DynamicGraphFunction | None:
+    gm: torch.fx.GraphModule,
+    name: str,
+    options: Any,
+    run_compiled: RunCompiled,
+    per_shape: Callable[[], Callable],
+) -> Callable | None:
     """``gm`` with its front half compiled once (``options``: the backend's target,
     pipeline and dump_dir), or None after a warning saying why it cannot stay symbolic
-    (the caller then compiles it per shape)."""
+    (the caller then compiles it per shape). A graph with int inputs no tensor can carry
+    (``pinned_symbols``) is compiled at its first call, once per value of those ints
+    (``ValuePinnedFunction``; ``per_shape()`` where that fails)."""
+    pinned = pinned_symbols(gm)
+    if pinned:
+        return ValuePinnedFunction(gm, name, options, run_compiled, pinned, per_shape)
+    return _compile_symbolic(gm, name, options, run_compiled)
+
+
+def _compile_symbolic(
+    gm: torch.fx.GraphModule,
+    name: str,
+    options: Any,
+    run_compiled: RunCompiled,
+    pinned: dict | None = None,
+) -> DynamicGraphFunction | None:
     try:
         with unset_fake_temporarily():
             if draws_random_words(gm):
@@ -91,27 +110,70 @@ def compile_symbolic(
                 pipeline=options.pipeline,
                 dump_dir=options.dump_dir,
                 carry_sizes=True,
+                pinned=pinned,
             )
     except (LoweringError, PassError) as exc:  # a pass that fails on the symbolic program
         warnings.warn(
             f"torchneuron: graph {name} has symbolic sizes but is compiled once per shape "
             f"(its front half included), because it cannot be lowered with symbolic sizes: "
             f"{exc}",
-            stacklevel=3,
+            stacklevel=4,
         )
         return None
-    return DynamicGraphFunction(program, size_positions, run_compiled, gm)
+    return DynamicGraphFunction(program, size_positions, run_compiled, gm, pinned)
 
 
-def size_input_texts(gm: torch.fx.GraphModule, positions) -> dict[int, str]:
-    """The expression over the symbols of each size placeholder at ``positions``."""
+class ValuePinnedFunction:
+    """A graph whose int inputs at ``positions`` (position -> symbol) no tensor can carry:
+    Python ints Dynamo made symbolic, such as ``logits_to_keep=0`` in a language
+    model's slice ``hidden[:, -logits_to_keep:]``. At a call with values not seen
+    before, the graph's front half is compiled with those ints as constants, symbolic in
+    its sizes still; so a new sequence length costs a specialization, and only a new
+    value of the ints a front half. Where that compile fails, every call goes per shape."""
+
+    def __init__(
+        self,
+        gm: torch.fx.GraphModule,
+        name: str,
+        options: Any,
+        run_compiled: RunCompiled,
+        positions: dict[int, Any],
+        per_shape: Callable[[], Callable],
+    ) -> None:
+        self.gm, self.name, self.options = gm, name, options
+        self.run_compiled = run_compiled
+        self.positions = positions
+        self.per_shape = per_shape
+        self._by_values: LRU[tuple, Callable] = LRU(capacity=SHAPES_PER_GRAPH)
+        self._per_shape: Callable | None = None
+
+    def __call__(self, *args):
+        values = tuple(int(args[i]) for i in self.positions)
+        function = self._by_values.get(values)
+        if function is None:
+            pinned = dict(zip(self.positions.values(), values))
+            function = _compile_symbolic(
+                self.gm, self.name, self.options, self.run_compiled, pinned
+            )
+            if function is None:
+                if self._per_shape is None:
+                    self._per_shape = self.per_shape()
+                function = self._per_shape
+            self._by_values.put(values, function)
+        return function(*args)
+
+
+def size_input_texts(gm: torch.fx.GraphModule, positions, pinned: dict | None = None) -> dict:
+    """The expression over the symbols of each size placeholder at ``positions``, with
+    the ``pinned`` symbols' values substituted."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     texts = {}
     for position in positions:
         value = placeholders[position].meta.get("val")
         if isinstance(value, torch.SymInt):
+            expr = value.node.expr.subs(pinned) if pinned else value.node.expr
             try:
-                texts[position] = expression_text(value.node.expr)
+                texts[position] = expression_text(expr)
             except DynamicShapeError:
                 continue  # the program computes it from the dimensions; nothing to compare
     return texts
@@ -128,6 +190,7 @@ class DynamicGraphFunction:
         size_positions,
         run_compiled: RunCompiled,
         gm: torch.fx.GraphModule,
+        pinned: dict | None = None,
     ) -> None:
         self.program = program
         self.size_positions = set(size_positions)
@@ -137,7 +200,7 @@ class DynamicGraphFunction:
         self._by_shapes: LRU[tuple, Callable] = LRU(capacity=SHAPES_PER_GRAPH)
         # each size input's expression over the symbols (a backward's s0*s1), from the
         # traced graph ``gm``
-        self.size_texts = size_input_texts(gm, self.size_positions)
+        self.size_texts = size_input_texts(gm, self.size_positions, pinned)
 
     def __call__(self, *args):
         tensor_args = [

@@ -5,7 +5,10 @@ A dynamic program takes tensors only: ``sizes_from_tensors`` makes each size inp
 computation on the dimensions that carry its symbols (``aten.sym_size`` and integer
 arithmetic), a size with no symbol a constant, and, with ``carry_sizes``, a symbol no
 tensor carries (a batch size a backward sees only in products) a ``[size, 0]`` tensor
-input of its own (``carrier``: no elements, no bytes).
+input of its own (``carrier``: no elements, no bytes). An int input no tensor can carry
+(its range admits negative values: a Python int Dynamo made symbolic, such as a slice's
+start) is pinned: ``pinned_symbols`` finds them, and ``sizes_from_tensors`` takes their
+values and makes them constants of the program.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from torchneuron.lowering.errors import DynamicShapeError
 
 from .dynamic_signature import expression_text
 
-__all__ = ["carrier", "carrier_positions", "sizes_from_tensors"]
+__all__ = ["carrier", "carrier_positions", "pinned_symbols", "sizes_from_tensors"]
 
 
 def _size_node(graph: torch.fx.Graph, expr, carriers: dict) -> torch.fx.Node:
@@ -118,14 +121,71 @@ def _never_negative(size: torch.SymInt) -> bool:
     return bounds is not None and bounds.lower >= 0
 
 
+def _fold_integer_arithmetic(graph: torch.fx.Graph) -> None:
+    """Each Python integer op (``operator.neg``, ``add``, ...) whose arguments are all
+    integers replaced by its value: a pinned int's uses (``-k`` as a slice's start) are
+    constants the lowering can take."""
+    import operator
+
+    folding = {operator.neg, operator.add, operator.sub, operator.mul, operator.floordiv}
+    for node in list(graph.nodes):
+        if (
+            node.op == "call_function"
+            and node.target in folding
+            and not node.kwargs
+            and all(isinstance(a, int) and not isinstance(a, bool) for a in node.args)
+        ):
+            _replace_with_constant(node, int(node.target(*node.args)))
+            graph.erase_node(node)
+
+
+def _tensor_symbols(placeholders) -> set:
+    """The symbols that are some tensor placeholder's dimension."""
+    import sympy
+
+    found = set()
+    for node in placeholders:
+        value = node.meta.get("val")
+        if isinstance(value, torch.Tensor):
+            for dim in value.shape:
+                if isinstance(dim, torch.SymInt) and isinstance(dim.node.expr, sympy.Symbol):
+                    found.add(dim.node.expr)
+    return found
+
+
+def pinned_symbols(gm: torch.fx.GraphModule) -> dict[int, Any]:
+    """Position -> symbol of each size placeholder that is a bare symbol no tensor
+    dimension carries and whose range admits negative values, so no ``[size, 0]`` tensor
+    can carry it either: an int argument Dynamo made symbolic (a slice's start, a shift).
+    A program takes these as constants (``sizes_from_tensors(pinned=...)``)."""
+    import sympy
+
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    carried = _tensor_symbols(placeholders)
+    found = {}
+    for position, node in enumerate(placeholders):
+        value = node.meta.get("val")
+        if (
+            isinstance(value, torch.SymInt)
+            and isinstance(value.node.expr, sympy.Symbol)
+            and value.node.expr not in carried
+            and not _never_negative(value)
+        ):
+            found[position] = value.node.expr
+    return found
+
+
 def sizes_from_tensors(
-    gm: torch.fx.GraphModule, carry_sizes: bool = False
+    gm: torch.fx.GraphModule, carry_sizes: bool = False, pinned: dict | None = None
 ) -> tuple[torch.fx.GraphModule, list[int], dict[int, str]]:
     """A copy of ``gm`` whose size placeholders read a tensor's size, whose size outputs
     are gone; the size placeholders' positions and the size outputs' expressions. With
     ``carry_sizes``, a size placeholder that is a symbol no tensor carries is made a
-    carrier (``_carry``) and kept."""
+    carrier (``_carry``) and kept. ``pinned`` (symbol -> int) gives symbols their value:
+    every size expression is taken with them substituted."""
     import sympy
+
+    pinned = pinned or {}
 
     graph = torch.fx.Graph()
     output = graph.graph_copy(gm.graph, {}, return_output_node=True)
@@ -146,6 +206,7 @@ def sizes_from_tensors(
                 isinstance(value, torch.SymInt)
                 and isinstance(value.node.expr, sympy.Symbol)
                 and value.node.expr not in carriers
+                and value.node.expr not in pinned
                 and _never_negative(value)  # an int argument may be (a slice's start)
             ):
                 _carry(graph, node, carriers, first_body)
@@ -153,7 +214,7 @@ def sizes_from_tensors(
     for position, node in enumerate(placeholders):
         value = node.meta.get("val")
         if isinstance(value, torch.SymInt):
-            expr = value.node.expr
+            expr = value.node.expr.subs(pinned) if pinned else value.node.expr
             missing = [s for s in expr.free_symbols if s not in carriers]
             if missing:
                 raise DynamicShapeError(
@@ -184,10 +245,13 @@ def sizes_from_tensors(
     for i, r in enumerate(results):
         value = r.meta.get("val") if isinstance(r, torch.fx.Node) else r
         if isinstance(value, torch.SymInt):
-            size_outputs[i] = expression_text(value.node.expr)
+            expr = value.node.expr.subs(pinned) if pinned else value.node.expr
+            size_outputs[i] = expression_text(expr)
         else:
             kept.append(r)
     if size_outputs:
         output_node.args = (tuple(kept),)
+    if pinned:
+        _fold_integer_arithmetic(graph)
     graph.eliminate_dead_code()
     return torch.fx.GraphModule(gm, graph), size_positions, size_outputs

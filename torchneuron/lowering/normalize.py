@@ -313,3 +313,11 @@ def _device_put_as_copy(node: torch.fx.Node) -> None:
         copy = graph.call_function(aten.clone.default, (source,))
     copy.meta = dict(node.meta)
     node.replace_all_uses_with(copy)
+
+
+@normalizes(aten.true_divide.Tensor)
+def _true_divide_as_div(node: torch.fx.Node) -> None:
+    # The same op as div.Tensor, which torch-mlir lowers. It reaches a graph after the
+    # decompositions ran: Dynamo's arithmetic on a Python float it made an input
+    # (``2.0 / math.pi`` under dynamic=True, math.pi a 0-d float64 tensor).
+    node.target = aten.div.Tensor
