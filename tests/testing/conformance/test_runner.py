@@ -61,6 +61,29 @@ def test_run_entry_in_process_compile_mode_passes_a_simple_op():
     assert (outcome.status, outcome.samples) == ("pass", 1), outcome
 
 
+def test_compile_mode_compiles_the_samples_together_and_alone_only_where_that_fails(
+    monkeypatch,
+):
+    """A pass comes from one graph of both samples; any other outcome (here linalg.eig's
+    fallback) from each sample compiled alone, so its reason is the sample's own."""
+    from torchneuron.testing.conformance import opinfo
+
+    alone = []
+    compile_sample = opinfo._compile_sample
+
+    def counted(op, sample):
+        alone.append(op.name)
+        return compile_sample(op, sample)
+
+    monkeypatch.setattr(opinfo, "_compile_sample", counted)
+    passed = run_entry("mul", "compile", "float32")
+    assert (passed.status, passed.samples, alone) == ("pass", 2, []), passed
+    fell_back = run_entry("linalg.eig", "compile", "float32")
+    assert (fell_back.status, fell_back.samples) == ("fallback", 2), fell_back
+    assert alone == ["linalg.eig", "linalg.eig"]
+    assert "no lowering to StableHLO for aten.linalg_eig.default" in fell_back.reason
+
+
 def test_run_entry_runs_sparse_and_complex_samples_in_eager_mode():
     # neg has no sparse sample generator: its dense samples are converted (to_sparse_csr)
     sparse = run_entry("neg", "eager", "sparse_csr.float32", samples=1)
