@@ -266,6 +266,22 @@ def test_gpt_causal_attention_padded_sequence():
     assert buckets.stats()["padded_calls"] == 2 and buckets.stats()["exact_calls"] == 1
 
 
+def _first_cache_update(x):
+    keys = torch.tensor([], dtype=x.dtype)  # a key/value cache before its first update
+    keys = torch.cat([keys, x * 2], dim=-2)
+    return keys.softmax(-2) + 1
+
+
+def test_a_concatenation_onto_an_empty_tensor_is_padded():
+    compiled = torch.compile(_first_cache_update, backend="neuron", options={"buckets": [8, 16]})
+    with torch.no_grad():
+        for length in (5, 9, 7):
+            x = _marked(torch.randn(2, length, 3), 1)
+            torch.testing.assert_close(compiled(x), _first_cache_update(x), rtol=1e-5, atol=1e-6)
+    assert buckets.stats()["refusals"] == 0 and buckets.stats()["padded_calls"] == 3
+    assert _settled()["specializations"] == 2  # buckets 8 and 16
+
+
 def _flip(x):
     return torch.flip(x, [1]) * 2
 

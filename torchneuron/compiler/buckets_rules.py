@@ -299,6 +299,9 @@ class TagRules:
         parts = [p for p in node.args[0] if not legacy_empty(p.meta["val"])]
         axis = node.args[1] if len(node.args) > 1 else 0
         tag_lists = [self.tags[p] for p in parts]
+        if len(parts) == 1:  # the rest empty (a key/value cache's first update): a copy
+            self.tags[node] = tuple(tag_lists[0])
+            return
         rank = len(tag_lists[0])
         axis %= rank
         result = list(tag_lists[0])
