@@ -36,9 +36,12 @@ from torchneuron.check import check_requested, checked_graph
 from torchneuron.compiler import bounded, buckets, observe
 from torchneuron.compiler.dynamic_functions import (
     ShapeSpecializingFunction,
+    ValuePinnedFunction,
+    compile_pinned_symbolic,
     compile_symbolic,
     has_symbolic_inputs,
 )
+from torchneuron.compiler.dynamic_sizes import pinned_symbols
 from torchneuron.compiler.flex_attention import inline_flex_attention
 from torchneuron.compiler.pipeline import compile_graph
 from torchneuron.device.graph_function import (
@@ -275,7 +278,16 @@ def _symbolic_with_buckets(job: GraphJob) -> bool:
 
 
 def _bucketed(job: GraphJob):
-    return buckets.compile_bucketed(job.gm, job.name, job.opts, job.run_compiled, job.layouts)
+    pinned = pinned_symbols(job.gm)
+    if not pinned:
+        return buckets.compile_bucketed(job.gm, job.name, job.opts, job.run_compiled, job.layouts)
+
+    def compile_pinned(values: dict):  # buckets, else exact sizes (a warning said why)
+        return buckets.compile_bucketed(
+            job.gm, job.name, job.opts, job.run_compiled, job.layouts, values
+        ) or compile_pinned_symbolic(job.gm, job.name, job.opts, job.run_compiled, values)
+
+    return ValuePinnedFunction(pinned, compile_pinned, per_shape=lambda: _per_shape(job))
 
 
 def _symbolic(job: GraphJob) -> bool:

@@ -272,6 +272,15 @@ def _first_cache_update(x):
     return keys.softmax(-2) + 1
 
 
+def test_a_slice_scatter_over_a_whole_padded_dimension_or_across_it_is_padded():
+    compiled = torch.compile(_scatters, backend="neuron", options={"buckets": [8, 16]})
+    with torch.no_grad():
+        for length in (5, 9):
+            x = _marked(torch.randn(2, length, 3), 1)
+            torch.testing.assert_close(compiled(x), _scatters(x), rtol=1e-5, atol=1e-6)
+    assert buckets.stats()["refusals"] == 0 and buckets.stats()["padded_calls"] == 2
+
+
 def test_a_concatenation_onto_an_empty_tensor_is_padded():
     compiled = torch.compile(_first_cache_update, backend="neuron", options={"buckets": [8, 16]})
     with torch.no_grad():
@@ -282,8 +291,45 @@ def test_a_concatenation_onto_an_empty_tensor_is_padded():
     assert _settled()["specializations"] == 2  # buckets 8 and 16
 
 
+def _step_keeping(weight, x, keep):
+    loss = (x @ weight)[:, -keep:].pow(2).sum()  # keep=0: the whole length
+    loss.backward()
+    return loss
+
+
+def test_an_int_argument_pinned_to_a_value_is_padded_forward_and_backward():
+    """transformers' ``logits_to_keep=0``: an int Dynamo makes symbolic that no tensor can
+    carry is a constant of the program (one per value), so the graphs are still padded;
+    the backward's slice_scatter over the whole length is a copy."""
+    torch.manual_seed(0)
+    reference = torch.randn(6, 6, requires_grad=True)
+    weight = reference.detach().clone().requires_grad_(True)
+    compiled = torch.compile(
+        _step_keeping, backend="neuron", dynamic=True, options={"buckets": [8, 16]}
+    )
+    for length in (5, 7, 12):
+        x = torch.randn(2, length, 6)
+        weight.grad = reference.grad = None
+        loss = compiled(weight, x, 0)
+        torch.testing.assert_close(loss, _step_keeping(reference, x, 0), rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(weight.grad, reference.grad, rtol=1e-5, atol=1e-6)
+    stats = buckets.stats()
+    assert stats["bucketed_graphs"] == 2 and stats["refusals"] == 0
+    assert stats["padded_calls"] == 6  # each length, forward and backward
+
+
 def _flip(x):
     return torch.flip(x, [1]) * 2
+
+
+def _scatter_into_part(x):
+    return torch.slice_scatter(x, torch.ones(2, 2, 3), dim=1, start=0, end=2) * 2
+
+
+def _scatters(x):
+    whole = torch.slice_scatter(torch.zeros_like(x), x * 2, dim=1)  # a copy
+    across = torch.slice_scatter(x, x[..., :1] + 1, dim=2, start=1, end=2)  # not padded
+    return whole + across
 
 
 def _size_as_value(x):
@@ -294,6 +340,10 @@ def _size_as_value(x):
     "function, reason",
     [
         (_flip, r"aten\.flip\.default .* along a padded dimension"),
+        (
+            _scatter_into_part,
+            r"slice_scatter\.default .* writes over a part only along a padded dimension",
+        ),
         (_size_as_value, r"uses the size s\d+ as a value"),
     ],
 )

@@ -152,24 +152,28 @@ def compile_bucketed(
     options: Any,
     run_compiled: RunCompiled,
     layouts: dict | None = None,
+    pinned: dict | None = None,
 ) -> BucketedFunction | None:
     """``gm`` padded to ``options.buckets`` (a ``BucketedFunction``; ``options``: the
     backend's target, pipeline, dump_dir and buckets), or None after one warning
     (counted in ``STATS["refusals"]``) when padding could change a result or the graph
     cannot stay symbolic; then the caller runs it at each exact size. ``layouts``
     (shared by a training forward and its backward): the merged dimensions of the
-    outputs each planned graph returns, by name, read by the graph that takes them."""
+    outputs each planned graph returns, by name, read by the graph that takes them.
+    ``pinned`` (symbol -> int): ints the program takes as constants
+    (``dynamic_functions.ValuePinnedFunction``)."""
     try:
         with unset_fake_temporarily():
             if draws_random_words(gm):
                 raise BucketRefused("it draws random numbers")
-            plan = plan_buckets(gm, options.buckets, layouts)
+            plan = plan_buckets(gm, options.buckets, layouts, pinned)
             program, size_positions = compile_dynamic_graph(
                 plan.graph_module,
                 name=name,
                 target=options.target,
                 pipeline=options.pipeline,
                 dump_dir=options.dump_dir,
+                pinned=pinned,
             )
     except NothingToBucket:
         return None
@@ -186,7 +190,7 @@ def compile_bucketed(
     STATS["bucketed_graphs"] += 1
     if layouts is not None:  # for the graph that takes this one's outputs (its backward)
         layouts.update(plan.layouts)
-    inner = DynamicGraphFunction(program, size_positions, run_compiled, plan.graph_module)
+    inner = DynamicGraphFunction(program, size_positions, run_compiled, plan.graph_module, pinned)
     return BucketedFunction(inner, plan, admits_of(program.signature))
 
 

@@ -30,8 +30,10 @@ from .buckets_tags import (
     aten,
     clean,
     describe,
+    expr_of,
     exprs,
     fill_value,
+    pinned_values,
     product,
     same,
 )
@@ -74,17 +76,22 @@ class BucketPlan:
 
 
 def plan_buckets(
-    gm: torch.fx.GraphModule, buckets: Sequence[int], layouts: dict | None = None
+    gm: torch.fx.GraphModule,
+    buckets: Sequence[int],
+    layouts: dict | None = None,
+    pinned: dict | None = None,
 ) -> BucketPlan:
     """A copy of ``gm`` whose reductions over padded dimensions are masked, and how to
     pad its inputs and slice its outputs; ``BucketRefused`` saying why not. ``layouts``:
-    the merged dimensions of inputs another graph returned (``BucketPlan.layouts``)."""
+    the merged dimensions of inputs another graph returned (``BucketPlan.layouts``).
+    ``pinned`` (symbol -> int): symbols the program takes as constants."""
     graph = torch.fx.Graph()
     output = graph.graph_copy(gm.graph, {}, return_output_node=True)
     graph.output(output[0] if isinstance(output, tuple) else output)
     analysis = Analysis(graph, layouts or {})
     try:
-        analysis.run()
+        with pinned_values(pinned or {}):
+            analysis.run()
     except BucketRefused:
         raise
     except Exception as error:  # a graph the rules do not expect: refused, never guessed
@@ -173,15 +180,17 @@ class Analysis(TagRules):
             value = node.meta.get("val")
             dims = value.shape if isinstance(value, torch.Tensor) else [value]
             for dim in dims:
-                if isinstance(dim, torch.SymInt) and isinstance(dim.node.expr, sympy.Symbol):
-                    name = dim.node.expr.name
-                    self.symbols[name] = dim.node.expr
-                    self.carriers.setdefault(name, dim)
+                if isinstance(dim, torch.SymInt) and isinstance(expr_of(dim), sympy.Symbol):
+                    symbol = expr_of(dim)  # s0, or s0 + k with k a pinned int of value 0
+                    name = symbol.name
+                    self.symbols[name] = symbol
+                    if dim.node.expr == symbol:
+                        self.carriers.setdefault(name, dim)
                     if self.fake_mode is None and isinstance(value, torch.Tensor):
                         self.fake_mode = getattr(value, "fake_mode", None)
                     if self.device is None and isinstance(value, torch.Tensor):
                         self.device = value.device  # where the masks are made
-                    bounds = dim.node.shape_env.var_to_range.get(dim.node.expr)
+                    bounds = dim.node.shape_env.var_to_range.get(symbol)
                     upper = bounds.upper if bounds is not None else None
                     self.limits[name] = (
                         int(upper) if isinstance(upper, (int, sympy.Integer)) else None
@@ -192,7 +201,7 @@ class Analysis(TagRules):
 
         value = node.meta.get("val")
         if isinstance(value, torch.SymInt):
-            expr = value.node.expr
+            expr = expr_of(value)
             if self._free(expr):
                 if isinstance(expr, sympy.Symbol):
                     self.size_inputs[position] = expr.name
@@ -260,7 +269,7 @@ class Analysis(TagRules):
         value = condition.meta.get("val") if isinstance(condition, torch.fx.Node) else None
         if not isinstance(value, torch.SymBool):
             return False
-        free = getattr(value.node.expr, "free_symbols", ())
+        free = getattr(expr_of(value), "free_symbols", ())
         if not free or any(s.name not in self.symbols for s in free):
             return False
         self.graph.erase_node(node)
@@ -280,9 +289,9 @@ class Analysis(TagRules):
             for leaf in torch.utils._pytree.tree_leaves(argument):
                 value = leaf.meta.get("val") if isinstance(leaf, torch.fx.Node) else leaf
                 if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-                    if self._free(value.node.expr):
+                    if self._free(expr_of(value)):
                         raise BucketRefused(
-                            f"{describe(node)} uses the size {value.node.expr} as a value "
+                            f"{describe(node)} uses the size {expr_of(value)} as a value "
                             f"(argument {position}): it would read the padded size"
                         )
 
@@ -311,7 +320,7 @@ class Analysis(TagRules):
         for position, result in enumerate(results):
             value = result.meta.get("val") if isinstance(result, torch.fx.Node) else result
             if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-                expr = value.node.expr
+                expr = expr_of(value)
                 if not self._free(expr):
                     continue
                 if not isinstance(value, torch.SymInt):

@@ -27,6 +27,7 @@ from .buckets_tags import (
     BucketRefused,
     aten,
     describe,
+    expr_of,
     exprs,
     legacy_empty,
     prims,
@@ -275,7 +276,7 @@ class TagRules:
         out_expr = exprs(node.meta["val"])[axis]
         start_value = start.meta.get("val") if isinstance(start, torch.fx.Node) else start
         if isinstance(start_value, torch.SymInt):  # compared as an expression: no guard
-            expr = start_value.node.expr
+            expr = expr_of(start_value)
             start_value = int(expr) if expr.is_number else "a symbolic start"
         if tags[axis] is not None:
             if not (start_value in (0, None) and step == 1 and same(in_expr, out_expr)):
@@ -284,6 +285,43 @@ class TagRules:
             if start_value not in (0, None) or step != 1:
                 raise self._refuse_along(node, "slices from an offset")
             tags[axis] = self._creation_tag(node, out_expr)
+        self.tags[node] = tuple(tags)
+
+    def _slice_scatter(self, node) -> None:
+        # src written over the whole of a padded dimension (the backward of
+        # ``hidden[:, -keep:]`` with keep 0: start 0, end past the size) is a copy of src;
+        # a part of it would move with the padding, and a bound that reads a padded
+        # size would read the wrong one
+        import sympy
+
+        names = ("input", "src", "dim", "start", "end", "step")
+        bound = dict(zip(names, node.args, strict=False)) | dict(node.kwargs)
+        base, src = bound["input"], bound["src"]
+        tags, src_tags = list(self.tags[base]), list(self.tags[src])
+        axis = bound.get("dim", 0) % len(tags)
+
+        def expr(value):
+            value = value.meta.get("val") if isinstance(value, torch.fx.Node) else value
+            if value is None:
+                return None
+            return expr_of(value) if isinstance(value, torch.SymInt) else sympy.Integer(value)
+
+        start, end = expr(bound.get("start")), expr(bound.get("end"))
+        size = exprs(base.meta["val"])[axis]
+        whole = (
+            (start is None or start == 0)
+            and (end is None or (end.is_number and end >= 2**62) or same(end, size))
+            and bound.get("step", 1) == 1
+        )
+        moves = (
+            tags[axis] is not None
+            or src_tags[axis] is not None
+            or any(self._free(e) for e in (start, end) if e is not None)
+        )
+        if moves and not whole:
+            raise self._refuse_along(node, "writes over a part only")
+        if tags != src_tags:
+            raise BucketRefused(f"{describe(node)}: inputs laid out differently")
         self.tags[node] = tuple(tags)
 
     def _select(self, node) -> None:
@@ -524,6 +562,7 @@ RULES = {
     aten.arange.start_step: TagRules._arange,
     aten.scalar_tensor.default: TagRules._creation,
     aten.slice.Tensor: TagRules._slice,
+    aten.slice_scatter.default: TagRules._slice_scatter,
     aten.select.int: TagRules._select,
     aten.cat.default: TagRules._cat,
     aten.split.Tensor: TagRules._split,

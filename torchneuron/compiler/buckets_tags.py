@@ -11,6 +11,8 @@ shapes and atoms that the rules (``buckets_rules.py``) and the driver
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 from typing import Any
 
@@ -32,10 +34,33 @@ def describe(node: torch.fx.Node) -> str:
     return f"{node.target} ({node.name})"
 
 
+# Symbols with a value for the analysis running (the ints a graph's program takes as
+# constants, ``dynamic_sizes.pinned_symbols``): every size is read with them substituted.
+_PINNED: contextvars.ContextVar[dict | None] = contextvars.ContextVar("pinned", default=None)
+
+
+@contextlib.contextmanager
+def pinned_values(pinned: dict):
+    """Read every size with the symbols of ``pinned`` (symbol -> int) substituted."""
+    token = _PINNED.set(dict(pinned))
+    try:
+        yield
+    finally:
+        _PINNED.reset(token)
+
+
+def expr_of(size) -> Any:
+    """The sympy expression of ``size`` (a SymInt, SymBool, ...), pinned symbols given
+    their values."""
+    pinned = _PINNED.get()
+    expr = size.node.expr
+    return expr.subs(pinned) if pinned else expr
+
+
 def exprs(value: torch.Tensor) -> list:
     import sympy
 
-    return [d.node.expr if isinstance(d, torch.SymInt) else sympy.Integer(d) for d in value.shape]
+    return [expr_of(d) if isinstance(d, torch.SymInt) else sympy.Integer(d) for d in value.shape]
 
 
 def product(atoms) -> Any:
@@ -92,6 +117,7 @@ SHAPE_ARGS = {
     **{op: {1} for op in VIEWS},
     aten.expand.default: {1},
     aten.slice.Tensor: {2, 3},
+    aten.slice_scatter.default: {3, 4},  # bounds (the rule refuses a part of a padding)
     aten.arange.default: {0},
     aten.arange.start: {0, 1},
     aten.arange.start_step: {0, 1},

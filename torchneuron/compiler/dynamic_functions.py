@@ -88,17 +88,23 @@ def compile_symbolic(
     (``ValuePinnedFunction``; ``per_shape()`` where that fails)."""
     pinned = pinned_symbols(gm)
     if pinned:
-        return ValuePinnedFunction(gm, name, options, run_compiled, pinned, per_shape)
-    return _compile_symbolic(gm, name, options, run_compiled)
+        return ValuePinnedFunction(
+            pinned,
+            lambda values: compile_pinned_symbolic(gm, name, options, run_compiled, values),
+            per_shape,
+        )
+    return compile_pinned_symbolic(gm, name, options, run_compiled)
 
 
-def _compile_symbolic(
+def compile_pinned_symbolic(
     gm: torch.fx.GraphModule,
     name: str,
     options: Any,
     run_compiled: RunCompiled,
     pinned: dict | None = None,
 ) -> DynamicGraphFunction | None:
+    """``compile_symbolic`` of ``gm`` with the ``pinned`` symbols (symbol -> int) as
+    constants of its program."""
     try:
         with unset_fake_temporarily():
             if draws_random_words(gm):
@@ -127,22 +133,20 @@ class ValuePinnedFunction:
     """A graph whose int inputs at ``positions`` (position -> symbol) no tensor can carry:
     Python ints Dynamo made symbolic, such as ``logits_to_keep=0`` in a language
     model's slice ``hidden[:, -logits_to_keep:]``. At a call with values not seen
-    before, the graph's front half is compiled with those ints as constants, symbolic in
-    its sizes still; so a new sequence length costs a specialization, and only a new
-    value of the ints a front half. Where that compile fails, every call goes per shape."""
+    before, ``compile(pinned)`` (pinned: symbol -> int) makes the graph's program with
+    those ints as constants, symbolic in its sizes still (padded to buckets, or not);
+    so a new sequence length costs at most a specialization, and only a new value of
+    the ints a front half. Where ``compile`` gives None, calls go per shape
+    (``per_shape()``)."""
 
     def __init__(
         self,
-        gm: torch.fx.GraphModule,
-        name: str,
-        options: Any,
-        run_compiled: RunCompiled,
         positions: dict[int, Any],
+        compile: Callable[[dict], Callable | None],
         per_shape: Callable[[], Callable],
     ) -> None:
-        self.gm, self.name, self.options = gm, name, options
-        self.run_compiled = run_compiled
         self.positions = positions
+        self.compile = compile
         self.per_shape = per_shape
         self._by_values: LRU[tuple, Callable] = LRU(capacity=SHAPES_PER_GRAPH)
         self._per_shape: Callable | None = None
@@ -151,10 +155,7 @@ class ValuePinnedFunction:
         values = tuple(int(args[i]) for i in self.positions)
         function = self._by_values.get(values)
         if function is None:
-            pinned = dict(zip(self.positions.values(), values))
-            function = _compile_symbolic(
-                self.gm, self.name, self.options, self.run_compiled, pinned
-            )
+            function = self.compile(dict(zip(self.positions.values(), values)))
             if function is None:
                 if self._per_shape is None:
                     self._per_shape = self.per_shape()
