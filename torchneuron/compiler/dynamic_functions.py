@@ -18,6 +18,7 @@ through the whole route table again) in.
 from __future__ import annotations
 
 import itertools
+import math
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -38,6 +39,12 @@ from .dynamic_sizes import carrier, carrier_positions, pinned_symbols
 
 # Concrete shapes whose programs one graph keeps loaded (the oldest is dropped first).
 SHAPES_PER_GRAPH = 64
+# Input elements above which a new shape waits for its specialization instead of
+# running interpreted meanwhile. The interpreter pays off on small programs (the zoo
+# GPT's new length: ~10-30 ms interpreted against 0.3-0.8 s of compile); on GPT-2 124M's
+# training step (~250M input elements) interpreting while the build runs made the first
+# call 60-63 s against 46 s waiting, and a new length 6.9-7.2 s against 5.4-6.3 s.
+INTERPRET_ELEMENTS_LIMIT = 16 * 2**20
 
 # (a compiled or interpreted graph[, the core to load it on now]) -> a callable on tensors
 RunCompiled = Callable[..., Callable]
@@ -236,13 +243,14 @@ class DynamicGraphFunction:
 
     def _function_for(self, shapes: tuple) -> Callable:
         """The program for ``shapes``: compiled when this or an earlier process
-        specialized it; else, where the interpreter covers the program, run interpreted
-        while the background thread specializes it (``specialize_later``); else
-        specialized now."""
+        specialized it; else, where the interpreter covers the program and the inputs
+        hold at most ``INTERPRET_ELEMENTS_LIMIT`` elements, run interpreted while the
+        background thread specializes it (``specialize_later``); else specialized now."""
         from . import specialize_later
 
         program = self.program
-        if specialize_later.interpreting():
+        elements = sum(math.prod(shape) for shape in shapes)
+        if specialize_later.interpreting() and elements <= INTERPRET_ELEMENTS_LIMIT:
             # in memory only: a specialization on disk loads on the background thread
             # (reading the NEFF and XLA's executable costs more than interpreting a call)
             stored = program.stored(shapes, disk=False)
