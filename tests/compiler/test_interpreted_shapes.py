@@ -147,6 +147,21 @@ def test_the_switch_off_specializes_at_once(monkeypatch, runs):
     assert runs and not any(name.endswith("(interpreted)") for name in runs)
 
 
+def test_a_program_of_many_input_elements_specializes_at_once(monkeypatch, runs):
+    # interpreting GPT-2 124M's step while its build runs was slower than waiting
+    from torchneuron.compiler import dynamic_functions
+
+    monkeypatch.setattr(dynamic_functions, "INTERPRET_ELEMENTS_LIMIT", 25)
+    compiled = torch.compile(_scaled, backend="neuron", dynamic=True)
+    with torch.no_grad():
+        # buckets 4x3 (12 elements and the masks' 4 + 3: interpreted) and 8x3 (35: not)
+        for rows in (4, 7):
+            x = torch.randn(rows, 3)
+            torch.testing.assert_close(compiled(x), _scaled(x))
+    assert dynamic.stats()["interpreted_shapes"] == 1
+    assert [name.endswith("(interpreted)") for name in runs] == [True, False]
+
+
 def test_a_call_the_interpreter_refuses_waits_for_the_compiled_program(monkeypatch):
     from torchneuron.runtime import interpreter
 
