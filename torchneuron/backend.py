@@ -283,9 +283,12 @@ def _bucketed(job: GraphJob):
         return buckets.compile_bucketed(job.gm, job.name, job.opts, job.run_compiled, job.layouts)
 
     def compile_pinned(values: dict):  # buckets, else exact sizes (a warning said why)
-        return buckets.compile_bucketed(
+        padded = buckets.compile_bucketed(
             job.gm, job.name, job.opts, job.run_compiled, job.layouts, values
-        ) or compile_pinned_symbolic(job.gm, job.name, job.opts, job.run_compiled, values)
+        )
+        if padded is not None:
+            return padded
+        return compile_pinned_symbolic(job.gm, job.name, job.opts, job.run_compiled, values)
 
     return ValuePinnedFunction(pinned, compile_pinned, per_shape=lambda: _per_shape(job))
 
