@@ -140,20 +140,20 @@ class ValuePinnedFunction:
     """A graph whose int inputs at ``positions`` (position -> symbol) no tensor can carry:
     Python ints Dynamo made symbolic, such as ``logits_to_keep=0`` in a language
     model's slice ``hidden[:, -logits_to_keep:]``. At a call with values not seen
-    before, ``compile(pinned)`` (pinned: symbol -> int) makes the graph's program with
+    before, ``compile_for(pinned)`` (pinned: symbol -> int) makes the graph's program with
     those ints as constants, symbolic in its sizes still (padded to buckets, or not);
     so a new sequence length costs at most a specialization, and only a new value of
-    the ints a front half. Where ``compile`` gives None, calls go per shape
+    the ints a front half. Where ``compile_for`` gives None, calls go per shape
     (``per_shape()``)."""
 
     def __init__(
         self,
         positions: dict[int, Any],
-        compile: Callable[[dict], Callable | None],
+        compile_for: Callable[[dict], Callable | None],
         per_shape: Callable[[], Callable],
     ) -> None:
         self.positions = positions
-        self.compile = compile
+        self.compile_for = compile_for
         self.per_shape = per_shape
         self._by_values: LRU[tuple, Callable] = LRU(capacity=SHAPES_PER_GRAPH)
         self._per_shape: Callable | None = None
@@ -162,7 +162,7 @@ class ValuePinnedFunction:
         values = tuple(int(args[i]) for i in self.positions)
         function = self._by_values.get(values)
         if function is None:
-            function = self.compile(dict(zip(self.positions.values(), values)))
+            function = self.compile_for(dict(zip(self.positions.values(), values)))
             if function is None:
                 if self._per_shape is None:
                     self._per_shape = self.per_shape()
