@@ -228,6 +228,30 @@ def test_an_int_argument_that_may_be_negative_is_a_constant_of_each_program():
     assert stats["front_half"] == 4 and stats["per_shape_front_half"] == 0
 
 
+def test_a_slice_start_counted_from_the_end_by_an_int_argument_is_lowered_once():
+    """``x[:, -keep:]`` with keep >= 1 an int argument: its symbol is carried, and the
+    backward's slice_scatter starts at ``-keep``, which Dynamo guarded to lie in
+    [-length, 0); counted from the start, the concatenation takes it."""
+    torch.manual_seed(0)
+    reference = torch.randn(6, 6, requires_grad=True)
+    weight = reference.detach().clone().requires_grad_(True)
+
+    def step(w, x, keep):
+        loss = (x @ w)[:, -keep:].pow(2).mean()
+        loss.backward()
+        return loss
+
+    compiled = torch.compile(step, backend="neuron", dynamic=True)
+    for length, keep in ((7, 3), (10, 3), (9, 5), (12, 4)):
+        x = torch.randn(2, length, 6)
+        weight.grad = reference.grad = None
+        loss = compiled(weight, x, keep)
+        torch.testing.assert_close(loss, step(reference, x, keep), rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(weight.grad, reference.grad, rtol=1e-5, atol=1e-6)
+    stats = _settled()
+    assert stats["front_half"] == 2 and stats["per_shape_front_half"] == 0
+
+
 def test_a_python_float_dynamo_makes_an_input_is_lowered_once():
     """Under dynamic=True, ``math.pi`` becomes a 0-d float64 input, and ``2.0 / math.pi``
     a true_divide after the decompositions ran (GPT-2's GELU)."""

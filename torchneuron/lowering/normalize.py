@@ -194,15 +194,61 @@ def _bounded_slice_scatter(node: torch.fx.Node) -> None:
         return
     size = value.shape[dim]
     start, end = bound.get("start"), bound.get("end")
-    if isinstance(size, torch.SymInt) and all(isinstance(v, int | None) for v in (start, end)):
-        if bound.get("step", 1) == 1:
+    if isinstance(size, torch.SymInt) and bound.get("step", 1) == 1:
+        start, end = (_in_range_bound(node, bound["input"], dim, v) for v in (start, end))
+        if start is not _UNKNOWN and end is not _UNKNOWN:
             _scatter_as_concatenation(node, bound["input"], bound["src"], dim, start, end)
+        return
+    if isinstance(size, torch.SymInt):
         return
     if not all(isinstance(v, int | None) for v in (size, start, end)):
         return  # a symbolic bound: left as it is
     start, end = _slice_bounds(size, start, end)
     node.args = (bound["input"], bound["src"], dim, start, end, bound.get("step", 1))
     node.kwargs = {}
+
+
+_UNKNOWN = object()
+
+
+def _in_range_bound(node: torch.fx.Node, source: torch.fx.Node, dim: int, bound):
+    """A slice bound along symbolic dimension ``dim`` as ``_symbolic_bounds`` takes it:
+    an int or None as it is; a symbolic one (``x[:, -k:]`` with ``k`` an int argument)
+    counted from the start (``size + bound`` for a negative one) where the tracer knows
+    it lies in [-size, size] (Dynamo guards a slice's bounds so), else ``_UNKNOWN``:
+    PyTorch would clamp it, which the concatenation does not."""
+    import operator
+
+    if not isinstance(bound, torch.fx.Node):
+        return bound
+    value, size = bound.meta.get("val"), source.meta["val"].shape[dim]
+    if not isinstance(value, torch.SymInt):
+        return _UNKNOWN
+    if _known(value >= 0) and _known(value <= size):
+        return bound
+    if _known(value < 0) and _known(value >= -size):
+        with node.graph.inserting_before(node):
+            length = node.graph.call_function(aten.sym_size.int, (source, dim))
+            counted = node.graph.call_function(operator.add, (length, bound))
+        length.meta["val"], counted.meta["val"] = size, size + value
+        return counted
+    return _UNKNOWN
+
+
+def _known(condition) -> bool:
+    """Whether ``condition`` (a SymBool) holds by the tracer's ranges, or is one of the
+    conditions it guarded (Dynamo guards ``-k < 0 and -k >= -size`` for ``x[:, -k:]``);
+    no guard is added."""
+    if statically_known_true(condition):
+        return True
+    import sympy
+
+    expr = condition.node.expr
+    for guard in condition.node.shape_env.guards:
+        conjuncts = guard.expr.args if isinstance(guard.expr, sympy.And) else (guard.expr,)
+        if expr in conjuncts:
+            return True
+    return False
 
 
 def _scatter_as_concatenation(node, source, src, dim: int, start, end) -> None:
