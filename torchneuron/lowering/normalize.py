@@ -239,6 +239,8 @@ def _known(condition) -> bool:
     """Whether ``condition`` (a SymBool) holds by the tracer's ranges, or is one of the
     conditions it guarded (Dynamo guards ``-k < 0 and -k >= -size`` for ``x[:, -k:]``);
     no guard is added."""
+    if not isinstance(condition, torch.SymBool):
+        return bool(condition)
     if statically_known_true(condition):
         return True
     import sympy
