@@ -202,11 +202,9 @@ def test_a_view_that_infers_a_dimension_from_the_element_count_is_lowered_once()
     assert stats["front_half"] == 2 and stats["per_shape_front_half"] == 0
 
 
-def test_an_int_argument_that_may_be_negative_is_a_constant_of_each_program():
-    """A language model's ``logits_to_keep=0``: a Python int Dynamo makes symbolic, used
-    as a slice's start (``hidden[:, -keep:]``), whose range ([-inf, 0] for 0 and for -2)
-    admits negative values, so no tensor dimension can carry it. Each value of it
-    compiles the graph once, symbolic in the length."""
+def _train_keeping(lengths_and_keeps) -> dict:
+    """``(x @ w)[:, -keep:]``'s loss trained at each (length, keep) under dynamic=True,
+    loss and gradient against eager; the settled stats."""
     torch.manual_seed(0)
     reference = torch.randn(6, 6, requires_grad=True)
     weight = reference.detach().clone().requires_grad_(True)
@@ -217,13 +215,21 @@ def test_an_int_argument_that_may_be_negative_is_a_constant_of_each_program():
         return loss
 
     compiled = torch.compile(step, backend="neuron", dynamic=True)
-    for length, keep in ((7, 0), (10, 0), (6, 0), (9, -2), (12, -2), (5, 0)):
+    for length, keep in lengths_and_keeps:
         x = torch.randn(2, length, 6)
         weight.grad = reference.grad = None
         loss = compiled(weight, x, keep)
         torch.testing.assert_close(loss, step(reference, x, keep), rtol=1e-5, atol=1e-6)
         torch.testing.assert_close(weight.grad, reference.grad, rtol=1e-5, atol=1e-6)
-    stats = _settled()
+    return _settled()
+
+
+def test_an_int_argument_that_may_be_negative_is_a_constant_of_each_program():
+    """A language model's ``logits_to_keep=0``: a Python int Dynamo makes symbolic, used
+    as a slice's start (``hidden[:, -keep:]``), whose range ([-inf, 0] for 0 and for -2)
+    admits negative values, so no tensor dimension can carry it. Each value of it
+    compiles the graph once, symbolic in the length."""
+    stats = _train_keeping(((7, 0), (10, 0), (6, 0), (9, -2), (12, -2), (5, 0)))
     # forward and backward, once for keep=0 and once for keep=-2
     assert stats["front_half"] == 4 and stats["per_shape_front_half"] == 0
 
@@ -232,23 +238,7 @@ def test_a_slice_start_counted_from_the_end_by_an_int_argument_is_lowered_once()
     """``x[:, -keep:]`` with keep >= 1 an int argument: its symbol is carried, and the
     backward's slice_scatter starts at ``-keep``, which Dynamo guarded to lie in
     [-length, 0); counted from the start, the concatenation takes it."""
-    torch.manual_seed(0)
-    reference = torch.randn(6, 6, requires_grad=True)
-    weight = reference.detach().clone().requires_grad_(True)
-
-    def step(w, x, keep):
-        loss = (x @ w)[:, -keep:].pow(2).mean()
-        loss.backward()
-        return loss
-
-    compiled = torch.compile(step, backend="neuron", dynamic=True)
-    for length, keep in ((7, 3), (10, 3), (9, 5), (12, 4)):
-        x = torch.randn(2, length, 6)
-        weight.grad = reference.grad = None
-        loss = compiled(weight, x, keep)
-        torch.testing.assert_close(loss, step(reference, x, keep), rtol=1e-5, atol=1e-6)
-        torch.testing.assert_close(weight.grad, reference.grad, rtol=1e-5, atol=1e-6)
-    stats = _settled()
+    stats = _train_keeping(((7, 3), (10, 3), (9, 5), (12, 4)))
     assert stats["front_half"] == 2 and stats["per_shape_front_half"] == 0
 
 
