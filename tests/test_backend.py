@@ -325,3 +325,24 @@ def test_real_op_with_complex_results_is_refused_by_name_not_retraced_for_ever(f
         got = torch.compile(torch.linalg.eigvals, backend="neuron")(a)
     torch.testing.assert_close(got, torch.linalg.eigvals(a))
     torch._dynamo.reset()
+
+
+def test_a_graph_with_an_effect_token_is_not_traced_again(native_compile, monkeypatch):
+    """``linalg.solve`` checks its result (``_linalg_check_errors``, which AOTAutograd wraps
+    in ``with_effects``): the ATen graph AOTAutograd made is lowered as it is, not traced
+    a second time through the lowering rules (which doubled the compile of a solve)."""
+    from torchneuron.compiler import pipeline
+
+    retraced = []
+    original = pipeline._aten_graph
+
+    def spy(gm, example_inputs):
+        result = original(gm, example_inputs)
+        retraced.append(result is not gm)
+        return result
+
+    monkeypatch.setattr(pipeline, "_aten_graph", spy)
+    a, b = torch.randn(4, 4) + 4 * torch.eye(4), torch.randn(4, 2)
+    got = torch.compile(torch.linalg.solve, backend="neuron")(a, b)
+    torch.testing.assert_close(got, torch.linalg.solve(a, b), rtol=1e-4, atol=1e-5)
+    assert retraced == [False]

@@ -209,13 +209,18 @@ def _marks(module: ir.Module, given: Sequence[tuple[str, str]]) -> list[tuple[st
 
 
 def _aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence) -> torch.fx.GraphModule:
-    """``gm`` itself when it is an ATen graph with metadata; else ``gm`` retraced to one."""
+    """``gm`` itself when it is an ATen graph with metadata; else ``gm`` retraced to one.
+
+    An effect token (``with_effects``, AOTAutograd's wrapping of an op with side effects
+    such as ``_linalg_check_errors``) is part of an ATen graph: tracing it again would run
+    every lowering rule a second time and gain nothing."""
     if all(
         "val" in node.meta
         and (
             node.op != "call_function"
             or isinstance(node.target, torch._ops.OpOverload)
             or node.target is operator.getitem
+            or node.target is torch.ops.higher_order.with_effects
         )
         for node in gm.graph.nodes
         if node.op not in ("output", "get_attr")
