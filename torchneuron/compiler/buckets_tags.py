@@ -21,6 +21,8 @@ import torch.fx
 
 from torchneuron.errors import TorchNeuronError
 
+from .dynamic_sizes import pinned_expr
+
 
 class BucketRefused(TorchNeuronError):
     """Padding this graph could change a result; the reason names the op."""
@@ -52,9 +54,7 @@ def pinned_values(pinned: dict):
 def expr_of(size) -> Any:
     """The sympy expression of ``size`` (a SymInt, SymBool, ...), pinned symbols given
     their values."""
-    pinned = _PINNED.get()
-    expr = size.node.expr
-    return expr.subs(pinned) if pinned else expr
+    return pinned_expr(size, _PINNED.get())
 
 
 def exprs(value: torch.Tensor) -> list:

@@ -64,7 +64,7 @@ from .dynamic_signature import (
     expression_text,
     holds,
 )
-from .dynamic_sizes import sizes_from_tensors
+from .dynamic_sizes import pinned_expr, sizes_from_tensors
 
 __all__ = [
     "MAX_DIMENSION",
@@ -376,7 +376,7 @@ def _signature(prepared, pinned: dict | None = None) -> SymbolicSignature:
             if isinstance(dim, int):
                 shape.append(dim)
                 continue
-            expr = dim.node.expr.subs(pinned) if pinned else dim.node.expr
+            expr = pinned_expr(dim, pinned)
             if isinstance(expr, sympy.Integer):
                 shape.append(int(expr))
                 continue

@@ -35,7 +35,7 @@ from torchneuron.passes.errors import PassError
 from .dynamic import compile_dynamic_graph
 from .dynamic_program import STATS, DynamicProgram
 from .dynamic_signature import ShapeConstraintError, evaluate, expression_text
-from .dynamic_sizes import carrier, carrier_positions, pinned_symbols
+from .dynamic_sizes import carrier, carrier_positions, pinned_expr, pinned_symbols
 
 # Concrete shapes whose programs one graph keeps loaded (the oldest is dropped first).
 SHAPES_PER_GRAPH = 64
@@ -179,7 +179,7 @@ def size_input_texts(gm: torch.fx.GraphModule, positions, pinned: dict | None = 
     for position in positions:
         value = placeholders[position].meta.get("val")
         if isinstance(value, torch.SymInt):
-            expr = value.node.expr.subs(pinned) if pinned else value.node.expr
+            expr = pinned_expr(value, pinned)
             try:
                 texts[position] = expression_text(expr)
             except DynamicShapeError:

@@ -23,7 +23,20 @@ from torchneuron.lowering.errors import DynamicShapeError
 
 from .dynamic_signature import expression_text
 
-__all__ = ["carrier", "carrier_positions", "pinned_symbols", "sizes_from_tensors"]
+__all__ = [
+    "carrier",
+    "carrier_positions",
+    "pinned_expr",
+    "pinned_symbols",
+    "sizes_from_tensors",
+]
+
+
+def pinned_expr(size, pinned: dict | None):
+    """The sympy expression of ``size`` (a SymInt, SymBool, ...) with the ``pinned``
+    symbols (symbol -> int) given their values."""
+    expr = size.node.expr
+    return expr.subs(pinned) if pinned else expr
 
 
 def _size_node(graph: torch.fx.Graph, expr, carriers: dict) -> torch.fx.Node:
@@ -139,17 +152,17 @@ def _fold_integer_arithmetic(graph: torch.fx.Graph) -> None:
             graph.erase_node(node)
 
 
-def _tensor_symbols(placeholders) -> set:
-    """The symbols that are some tensor placeholder's dimension."""
+def _carriers(placeholders) -> dict[Any, tuple[torch.fx.Node, int]]:
+    """Symbol -> (placeholder, axis) of the first tensor dimension that is that symbol."""
     import sympy
 
-    found = set()
+    found: dict[Any, tuple[torch.fx.Node, int]] = {}
     for node in placeholders:
         value = node.meta.get("val")
         if isinstance(value, torch.Tensor):
-            for dim in value.shape:
+            for axis, dim in enumerate(value.shape):
                 if isinstance(dim, torch.SymInt) and isinstance(dim.node.expr, sympy.Symbol):
-                    found.add(dim.node.expr)
+                    found.setdefault(dim.node.expr, (node, axis))
     return found
 
 
@@ -161,7 +174,7 @@ def pinned_symbols(gm: torch.fx.GraphModule) -> dict[int, Any]:
     import sympy
 
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    carried = _tensor_symbols(placeholders)
+    carried = _carriers(placeholders)
     found = {}
     for position, node in enumerate(placeholders):
         value = node.meta.get("val")
@@ -191,13 +204,7 @@ def sizes_from_tensors(
     output = graph.graph_copy(gm.graph, {}, return_output_node=True)
     graph.output(output[0] if isinstance(output, tuple) else output)
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-    carriers: dict[Any, tuple[torch.fx.Node, int]] = {}
-    for node in placeholders:
-        value = node.meta.get("val")
-        if isinstance(value, torch.Tensor):
-            for axis, dim in enumerate(value.shape):
-                if isinstance(dim, torch.SymInt) and isinstance(dim.node.expr, sympy.Symbol):
-                    carriers.setdefault(dim.node.expr, (node, axis))
+    carriers = _carriers(placeholders)
     first_body = next((n for n in graph.nodes if n.op != "placeholder"), None)
     if carry_sizes:
         for node in placeholders:
@@ -214,7 +221,7 @@ def sizes_from_tensors(
     for position, node in enumerate(placeholders):
         value = node.meta.get("val")
         if isinstance(value, torch.SymInt):
-            expr = value.node.expr.subs(pinned) if pinned else value.node.expr
+            expr = pinned_expr(value, pinned)
             missing = [s for s in expr.free_symbols if s not in carriers]
             if missing:
                 raise DynamicShapeError(
@@ -245,7 +252,7 @@ def sizes_from_tensors(
     for i, r in enumerate(results):
         value = r.meta.get("val") if isinstance(r, torch.fx.Node) else r
         if isinstance(value, torch.SymInt):
-            expr = value.node.expr.subs(pinned) if pinned else value.node.expr
+            expr = pinned_expr(value, pinned)
             size_outputs[i] = expression_text(expr)
         else:
             kept.append(r)
