@@ -336,6 +336,14 @@ def _size_as_value(x):
     return x.sum(1) / x.shape[1]
 
 
+def _pad_at_start(x):
+    return F.pad(x, (0, 0, 1, 0))[:, 1:] * 2
+
+
+def _pad_read_whole(x):
+    return F.pad(x, (0, 0, 0, 1)).sum(1)
+
+
 @pytest.mark.parametrize(
     "function, reason",
     [
@@ -345,6 +353,8 @@ def _size_as_value(x):
             r"slice_scatter\.default .* writes over a part only along a padded dimension",
         ),
         (_size_as_value, r"uses the size s\d+ as a value"),
+        (_pad_at_start, r"constant_pad_nd\.default .* pads along a padded dimension"),
+        (_pad_read_whole, r"constant_pad_nd\.default .* pads along a padded dimension"),
     ],
 )
 def test_refused_graph_warns_its_reason_and_stays_exact(function, reason):
@@ -480,3 +490,34 @@ def test_an_accumulating_index_put_of_broadcast_values_is_refused():
     with pytest.warns(UserWarning, match="broadcast over the indices"):
         got = compiled(index)
     torch.testing.assert_close(got, count(index))
+
+
+def _next_token_loss(weight, hidden, labels):
+    """transformers' causal-LM loss: labels shifted by one, the last position ignored."""
+    logits = (hidden @ weight).float()
+    shifted = F.pad(labels, (0, 1), value=-100)[..., 1:].contiguous()
+    return F.cross_entropy(logits.view(-1, logits.shape[-1]), shifted.view(-1))
+
+
+def test_labels_shifted_by_a_pad_at_the_end_are_padded_and_exact():
+    # the pad's value must land at the true end of each length, not after the padding:
+    # at lengths inside a bucket the last label would otherwise be a padding position
+    torch.manual_seed(0)
+    weight = torch.randn(8, 11, requires_grad=True)
+    compiled = torch.compile(_next_token_loss, backend="neuron", options={"buckets": [8, 16]})
+    for length in (5, 7, 12, 8):
+        hidden = _marked(torch.randn(2, length, 8), 1)
+        labels = _marked(torch.randint(0, 11, (2, length)), 1)
+        loss = compiled(weight, hidden, labels)
+        loss.backward()
+        got = weight.grad
+        weight.grad = None
+        want = _next_token_loss(weight, hidden, labels)
+        want.backward()
+        torch.testing.assert_close(loss, want, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(got, weight.grad, rtol=1e-5, atol=1e-6)
+        weight.grad = None
+    stats = buckets.stats()
+    assert stats["refusals"] == 0
+    assert stats["padded_calls"] == 6  # lengths 5, 7 and 12, forward and backward
+    assert _settled()["specializations"] == 4  # buckets 8 and 16, forward and backward

@@ -123,6 +123,8 @@ class Analysis(TagRules):
         self.graph = graph
         self.given_layouts = layouts or {}
         self.tags: dict[torch.fx.Node, Any] = {}
+        # constant_pad_nd node -> (axis, symbol, amount, value) of the shift it begins
+        self.shifts: dict[torch.fx.Node, tuple] = {}
         self.symbols: dict[str, Any] = {}  # name -> sympy symbol
         self.carriers: dict[str, torch.SymInt] = {}  # name -> a SymInt that is the symbol
         self.tensor_inputs: dict[int, list[tuple[int, str]]] = {}
@@ -179,6 +181,10 @@ class Analysis(TagRules):
         for node in placeholders:
             value = node.meta.get("val")
             dims = value.shape if isinstance(value, torch.Tensor) else [value]
+            if isinstance(value, torch.Tensor) and self.fake_mode is None:
+                # any tensor input's mode: a backward's may all have merged sizes (2*s0)
+                self.fake_mode = getattr(value, "fake_mode", None)
+                self.device = value.device  # where the masks are made
             for dim in dims:
                 if isinstance(dim, torch.SymInt) and isinstance(expr_of(dim), sympy.Symbol):
                     symbol = expr_of(dim)  # s0, or s0 + k with k a pinned int of value 0
@@ -186,10 +192,6 @@ class Analysis(TagRules):
                     self.symbols[name] = symbol
                     if dim.node.expr == symbol:
                         self.carriers.setdefault(name, dim)
-                    if self.fake_mode is None and isinstance(value, torch.Tensor):
-                        self.fake_mode = getattr(value, "fake_mode", None)
-                    if self.device is None and isinstance(value, torch.Tensor):
-                        self.device = value.device  # where the masks are made
                     bounds = dim.node.shape_env.var_to_range.get(symbol)
                     upper = bounds.upper if bounds is not None else None
                     self.limits[name] = (

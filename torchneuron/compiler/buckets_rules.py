@@ -16,6 +16,7 @@ import torch.fx
 
 import torchneuron.lowering.checks  # noqa: F401  (defines torch.ops.torchneuron.check)
 
+from .buckets_shift import ShiftRules
 from .buckets_tags import (
     CREATION,
     LIKE,
@@ -38,7 +39,7 @@ from .buckets_tags import (
 )
 
 
-class TagRules:
+class TagRules(ShiftRules):
     """The rules, as methods of the analysis they are mixed into."""
 
     def _elementwise(self, node) -> None:
@@ -268,6 +269,8 @@ class TagRules:
 
     def _slice(self, node) -> None:
         source = node.args[0]
+        if source in self.shifts:
+            return self._shift(node)
         tags = list(self.tags[source])
         axis = (node.args[1] if len(node.args) > 1 else 0) % len(tags)
         start = node.args[2] if len(node.args) > 2 else None
@@ -562,6 +565,7 @@ RULES = {
     aten.arange.start_step: TagRules._arange,
     aten.scalar_tensor.default: TagRules._creation,
     aten.slice.Tensor: TagRules._slice,
+    aten.constant_pad_nd.default: TagRules._constant_pad_nd,
     aten.slice_scatter.default: TagRules._slice_scatter,
     aten.select.int: TagRules._select,
     aten.cat.default: TagRules._cat,
