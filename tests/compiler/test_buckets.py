@@ -521,3 +521,25 @@ def test_labels_shifted_by_a_pad_at_the_end_are_padded_and_exact():
     assert stats["refusals"] == 0
     assert stats["padded_calls"] == 6  # lengths 5, 7 and 12, forward and backward
     assert _settled()["specializations"] == 4  # buckets 8 and 16, forward and backward
+
+
+def _token_loss(logits, labels):
+    return F.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1))
+
+
+def test_a_size_read_as_a_value_stays_exact_while_the_others_pad():
+    # the vocabulary's size is read by the gather's bounds check (a value: padded, it
+    # would admit out-of-range labels); it stays exact and the length still pads
+    compiled = torch.compile(_token_loss, backend="neuron", options={"buckets": [8, 16]})
+    with torch.no_grad():
+        for length, vocab in ((5, 11), (7, 11), (12, 11), (6, 13)):
+            logits = _marked(torch.randn(2, length, vocab), 1, 2)
+            labels = _marked(torch.randint(0, vocab, (2, length)), 1)
+            got = compiled(logits, labels)
+            torch.testing.assert_close(got, _token_loss(logits, labels), rtol=1e-5, atol=1e-6)
+        bad = torch.full((2, 6), 13)  # one past the vocabulary: PyTorch raises, so do we
+        with pytest.raises((IndexError, RuntimeError)):
+            compiled(_marked(torch.randn(2, 6, 13), 1, 2), _marked(bad, 1))
+    stats = buckets.stats()
+    assert stats["refusals"] == 0
+    assert stats["padded_calls"] >= 4

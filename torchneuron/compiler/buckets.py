@@ -244,11 +244,14 @@ class BucketedFunction:
         self.admits = admits
         self.chosen: list[dict[str, int]] = [] if chosen is None else chosen
 
-    def choose(self, true: dict[str, int]) -> dict[str, int]:
+    def choose(self, true: dict[str, int], exact: dict | None = None) -> dict[str, int]:
         """The padded value of every symbol for the true values ``true``: the sizes of
         its own bucket when they were chosen before, else the closest earlier choice
-        that holds them within ``BORROW_LIMIT``, else its own bucket (remembered)."""
-        own = self.bucket_of(true)
+        that holds them within ``BORROW_LIMIT``, else its own bucket (remembered).
+        ``exact``: the values of the symbols kept at their sizes, which the guards read
+        too."""
+        exact = exact or {}
+        own = self.bucket_of(true, exact)
         if own in self.chosen:
             return own
         holding = [
@@ -257,7 +260,7 @@ class BucketedFunction:
             if sizes.keys() == true.keys()
             and all(sizes[s] >= v for s, v in true.items())
             and growth(sizes, true) <= BORROW_LIMIT
-            and (self.admits is None or self.admits(sizes))
+            and (self.admits is None or self.admits({**sizes, **exact}))
         ]
         if holding:
             return min(holding, key=lambda sizes: growth(sizes, true))
@@ -265,8 +268,10 @@ class BucketedFunction:
             self.chosen.append(own)
         return own
 
-    def bucket_of(self, true: dict[str, int]) -> dict[str, int]:
-        """Every symbol at its own bucket for the true values ``true``."""
+    def bucket_of(self, true: dict[str, int], exact: dict | None = None) -> dict[str, int]:
+        """Every symbol at its own bucket for the true values ``true`` (``exact``: as
+        ``choose``)."""
+        exact = exact or {}
         chosen = dict(true)  # the exact sizes: admitted (Dynamo's guards passed)
         for symbol in sorted(true):
             limit = self.plan.limits.get(symbol)
@@ -274,7 +279,7 @@ class BucketedFunction:
                 if bucket < true[symbol] or (limit is not None and bucket > limit):
                     continue
                 trial = {**chosen, symbol: bucket}
-                if self.admits is None or self.admits(trial):
+                if self.admits is None or self.admits({**trial, **exact}):
                     chosen = trial
                     break
         return chosen
@@ -295,7 +300,13 @@ class BucketedFunction:
                 bind(symbol, args[position].shape[axis], f"input {position} dimension {axis}")
         for position, symbol in plan.size_inputs.items():
             bind(symbol, args[position], f"size argument {position}")
-        padded = self.choose(true)
+        exact: dict[str, int] = {}  # symbols kept at their sizes (a vocabulary)
+        for position, dims in plan.exact_inputs.items():
+            for axis, symbol in dims:
+                exact.setdefault(symbol, int(args[position].shape[axis]))
+        for position, symbol in plan.exact_size_inputs.items():
+            exact.setdefault(symbol, int(args[position]))
+        padded = self.choose(true, exact)
         grown = any(padded[s] != v for s, v in true.items())
         STATS["padded_calls" if grown else "exact_calls"] += 1
         call = list(args)
@@ -307,19 +318,19 @@ class BucketedFunction:
         for position, symbol in plan.size_inputs.items():
             call[position] = padded[symbol]
         for position, text in plan.size_input_exprs.items():
-            if evaluate(text, true) != args[position]:
+            if evaluate(text, {**true, **exact}) != args[position]:
                 raise ShapeConstraintError(
                     f"size argument {position} is {args[position]} but {text} is "
-                    f"{evaluate(text, true)} by the input dimensions"
+                    f"{evaluate(text, {**true, **exact})} by the input dimensions"
                 )
-            call[position] = evaluate(text, padded)
+            call[position] = evaluate(text, {**padded, **exact})
         device = next((a.device for a in args if isinstance(a, torch.Tensor)), None)
         for symbol in plan.mask_symbols:
             mask = torch.arange(padded[symbol]) < true[symbol]
             call.append(mask if device is None or device.type == "cpu" else mask.to(device))
         outputs = list(self.inner(*call))
         for position, text in plan.size_outputs.items():
-            outputs[position] = evaluate(text, true)
+            outputs[position] = evaluate(text, {**true, **exact})
         if grown:
             for position in {*plan.outputs, *plan.merged_outputs}:
                 out = outputs[position]

@@ -66,6 +66,11 @@ class BucketPlan:
     # output node name -> {axis: atoms} of its merged dimensions, for the graph that
     # takes the output by that name (a training forward's saved activation, its backward)
     layouts: dict[str, dict[int, tuple]] = field(default_factory=dict)
+    # symbols a value reads (a vocabulary's size in an index's bounds check), kept at
+    # their exact sizes while the others pad: position -> [(axis, symbol)] of a tensor
+    # input dimension, position -> symbol of a size input, that bind them at a call
+    exact_inputs: dict[int, list[tuple[int, str]]] = field(default_factory=dict)
+    exact_size_inputs: dict[int, str] = field(default_factory=dict)
 
     @property
     def merges(self) -> bool:
@@ -113,6 +118,8 @@ def plan_buckets(
         merged_inputs=analysis.merged_inputs,
         merged_outputs=analysis.merged_outputs,
         layouts=analysis.layouts,
+        exact_inputs=analysis.exact_inputs,
+        exact_size_inputs=analysis.exact_size_inputs,
     )
 
 
@@ -137,6 +144,9 @@ class Analysis(TagRules):
         self.merged_outputs: dict[int, list[tuple[int, tuple]]] = {}
         self.layouts: dict[str, dict[int, tuple]] = {}
         self.limits: dict[str, int | None] = {}
+        self.exact: dict[str, Any] = {}  # name -> symbol read as a value: not padded
+        self.exact_inputs: dict[int, list[tuple[int, str]]] = {}
+        self.exact_size_inputs: dict[int, str] = {}
         self.fake_mode = None
         self.device: torch.device | None = None
 
@@ -151,8 +161,42 @@ class Analysis(TagRules):
         self._find_symbols(placeholders)
         if not self.symbols:
             raise NothingToBucket("the graph has no symbolic size to bucket")
+        self._keep_exact_what_values_read()
         for position, node in enumerate(placeholders):
             self._placeholder(position, node)
+            self._exact_bindings(position, node)
+
+    def _keep_exact_what_values_read(self) -> None:
+        """A symbol some op reads as a value (a bounds check against a vocabulary's size)
+        stays at its exact size: it is no longer the analysis's to pad, and a padded
+        size would be the wrong value. Where every symbol is read so, nothing is set
+        aside: the analysis refuses as before, naming the first such use."""
+        read = set()
+        for node in self.graph.nodes:
+            if node.op == "call_function":
+                read |= {s.name for s in self._value_uses(node)}
+        exact = read & set(self.symbols)
+        if not exact or exact == set(self.symbols):
+            return
+        for name in exact:
+            self.exact[name] = self.symbols.pop(name)
+            self.limits.pop(name, None)
+
+    def _exact_bindings(self, position: int, node: torch.fx.Node) -> None:
+        """Where a call finds each exact symbol's value (``_keep_exact_what_values_read``)."""
+        value = node.meta.get("val")
+        if isinstance(value, torch.SymInt):
+            expr = expr_of(value)
+            if getattr(expr, "name", None) in self.exact:
+                self.exact_size_inputs[position] = expr.name
+        elif isinstance(value, torch.Tensor):
+            dims = [
+                (axis, expr.name)
+                for axis, expr in enumerate(exprs(value))
+                if getattr(expr, "name", None) in self.exact
+            ]
+            if dims:
+                self.exact_inputs[position] = dims
 
     def _visit(self, node: torch.fx.Node) -> None:
         """One op call: checked, handed to its rule, its tags checked."""
@@ -249,7 +293,11 @@ class Analysis(TagRules):
         """``expr`` as the runtime evaluates it; every symbol in it must be bound."""
         from .dynamic_signature import expression_text
 
-        unbound = sorted(s.name for s in expr.free_symbols if s.name not in self.symbols)
+        unbound = sorted(
+            s.name
+            for s in expr.free_symbols
+            if s.name not in self.symbols and s.name not in self.exact
+        )
         if unbound:
             raise BucketRefused(f"{where} = {expr} uses {unbound[0]}, no input's whole dimension")
         try:
@@ -279,23 +327,35 @@ class Analysis(TagRules):
 
     def _check_value_uses(self, node: torch.fx.Node) -> None:
         """A bucketed size in a value position would read the padded size."""
+        for position, expr in self._value_uses(node, with_positions=True):
+            if self._free(expr):
+                raise BucketRefused(
+                    f"{describe(node)} uses the size {expr} as a value "
+                    f"(argument {position}): it would read the padded size"
+                )
+
+    def _value_uses(self, node: torch.fx.Node, with_positions: bool = False) -> list:
+        """The symbolic sizes ``node`` reads as values (not as shapes): their symbols, or
+        with ``with_positions`` (argument position, expression) pairs."""
         if not isinstance(node.target, torch._ops.OpOverload):
-            return  # SymInt arithmetic: checked where its result is used
+            return []  # SymInt arithmetic: checked where its result is used
         if node.target is torch.ops.aten.sym_size.int:
-            return
+            return []
         allowed = SHAPE_ARGS.get(node.target, set())
         arguments = list(enumerate(node.args)) + [(k, v) for k, v in node.kwargs.items()]
+        found = []
         for position, argument in arguments:
             if position in allowed:
                 continue
             for leaf in torch.utils._pytree.tree_leaves(argument):
                 value = leaf.meta.get("val") if isinstance(leaf, torch.fx.Node) else leaf
                 if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-                    if self._free(expr_of(value)):
-                        raise BucketRefused(
-                            f"{describe(node)} uses the size {expr_of(value)} as a value "
-                            f"(argument {position}): it would read the padded size"
-                        )
+                    expr = expr_of(value)
+                    if with_positions:
+                        found.append((position, expr))
+                    else:
+                        found.extend(getattr(expr, "free_symbols", ()))
+        return found
 
     def _check_tags(self, node: torch.fx.Node) -> None:
         """Every output dimension that depends on a symbol has a tag of that size."""

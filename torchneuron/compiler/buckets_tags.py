@@ -224,7 +224,7 @@ def take(atoms: list, expr, free) -> tuple[list | None, list]:
         if not atoms:
             return None, atoms
         atom = atoms[0]
-        if free(atom):
+        if free(atom) or _symbolic(atom):  # a padded symbol, or one kept exact
             quotient = sympy.cancel(remaining / atom)
             if not quotient.is_polynomial() or sympy.fraction(quotient)[1] != 1:
                 return None, atoms
@@ -250,6 +250,11 @@ def take(atoms: list, expr, free) -> tuple[list | None, list]:
             return None, atoms
     if not taken:
         taken = [1]
-    while atoms and not free(atoms[0]) and int(atoms[0]) == 1:
+    while atoms and not free(atoms[0]) and not _symbolic(atoms[0]) and int(atoms[0]) == 1:
         atoms.pop(0)
     return taken, atoms
+
+
+def _symbolic(atom) -> bool:
+    """Whether an atom is a size symbol (one the analysis keeps at its exact size)."""
+    return not isinstance(atom, int) and not getattr(atom, "is_number", True)

@@ -97,6 +97,8 @@ def _compile(op_name, specs, dynamic, traced_fn, buckets, fresh_count, target) -
         plan = plan_buckets(gm, buckets)
         if plan.merges:  # the padded runner pads and slices whole dimensions only
             raise BucketRefused("a size or dimension is arithmetic of symbols")
+        if plan.exact_inputs or plan.exact_size_inputs:  # it binds padded symbols only
+            raise BucketRefused("a size is read as a value")
         program, size_positions = compile_dynamic_graph(
             plan.graph_module, name=_program_name(op_name), target=target
         )
