@@ -481,18 +481,24 @@ class Analysis(TagRules):
                 view = (
                     self._mask(tag[0].name) if len(tag) == 1 else self._merged_mask(current, axis)
                 )
-                for _ in range(axis):
-                    view = self._insert(aten.unsqueeze.default, (view, 0))
-                for _ in range(rank - axis - 1):
-                    view = self._insert(aten.unsqueeze.default, (view, -1))
-                constant = self._insert(
-                    aten.scalar_tensor.default,
-                    (fill_value(fill, value.dtype),),
-                    {"dtype": value.dtype, "device": value.device},
+                current = self._where_along(
+                    view, axis, rank, current, fill_value(fill, value.dtype), value
                 )
-                current = self._insert(aten.where.self, (view, current, constant))
                 self.tags[current] = tags
         return current
+
+    def _where_along(self, mask, axis: int, rank: int, kept, fill, like) -> torch.fx.Node:
+        """``where(mask, kept, fill)`` with the 1-D ``mask`` laid along ``axis`` of a
+        rank-``rank`` value, ``fill`` a scalar of ``like``'s dtype and device; inserted
+        where the graph's insertion point is."""
+        for _ in range(axis):
+            mask = self._insert(aten.unsqueeze.default, (mask, 0))
+        for _ in range(rank - axis - 1):
+            mask = self._insert(aten.unsqueeze.default, (mask, -1))
+        constant = self._insert(
+            aten.scalar_tensor.default, (fill,), {"dtype": like.dtype, "device": like.device}
+        )
+        return self._insert(aten.where.self, (mask, kept, constant))
 
     def _merged_mask(self, operand: torch.fx.Node, axis: int) -> torch.fx.Node:
         """The mask of a dimension merged from ``atoms`` by a view: the atoms' masks

@@ -82,22 +82,12 @@ class ShiftRules:
         tags[axis] = (symbol,)
         self.tags[node] = tuple(tags)
         result_value = node.meta["val"]
-        rank = result_value.dim()
         users = list(node.users)
         with self.graph.inserting_before(node.next):
             mask = self._mask(symbol.name)
             padded = self._insert(aten.constant_pad_nd.default, (mask, [0, amount], False))
             shifted = self._insert(aten.slice.Tensor, (padded, 0, amount, sys.maxsize))
-            for _ in range(axis):
-                shifted = self._insert(aten.unsqueeze.default, (shifted, 0))
-            for _ in range(rank - axis - 1):
-                shifted = self._insert(aten.unsqueeze.default, (shifted, -1))
-            fill = self._insert(
-                aten.scalar_tensor.default,
-                (value,),
-                {"dtype": result_value.dtype, "device": result_value.device},
-            )
-            result = self._insert(aten.where.self, (shifted, node, fill))
+            result = self._where_along(shifted, axis, result_value.dim(), node, value, result_value)
         self.tags[result] = self.tags[node]
         for user in users:
             user.replace_input_with(node, result)
