@@ -194,12 +194,11 @@ def _bounded_slice_scatter(node: torch.fx.Node) -> None:
         return
     size = value.shape[dim]
     start, end = bound.get("start"), bound.get("end")
-    if isinstance(size, torch.SymInt) and bound.get("step", 1) == 1:
-        start, end = (_in_range_bound(node, bound["input"], dim, v) for v in (start, end))
-        if start is not _UNKNOWN and end is not _UNKNOWN:
-            _scatter_as_concatenation(node, bound["input"], bound["src"], dim, start, end)
-        return
     if isinstance(size, torch.SymInt):
+        if bound.get("step", 1) == 1:
+            start, end = (_in_range_bound(node, bound["input"], dim, v) for v in (start, end))
+            if start is not _UNKNOWN and end is not _UNKNOWN:
+                _scatter_as_concatenation(node, bound["input"], bound["src"], dim, start, end)
         return
     if not all(isinstance(v, int | None) for v in (size, start, end)):
         return  # a symbolic bound: left as it is
