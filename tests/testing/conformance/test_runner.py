@@ -1,10 +1,12 @@
 """The conformance machinery itself: expectations, worker isolation, report."""
 
+import os
+
 import pytest
 
 from torchneuron.testing.conformance import expectations, report
 from torchneuron.testing.conformance.opinfo import Outcome, run_entry
-from torchneuron.testing.conformance.pool import Task, WorkerPool
+from torchneuron.testing.conformance.pool import Task, WorkerPool, resident_mib
 
 # -- expectations --------------------------------------------------------------------
 
@@ -118,6 +120,25 @@ def test_pool_survives_a_segfault_and_a_hang_and_keeps_order():
     assert [o.status for o in outcomes] == ["pass", "crash", "timeout", "pass"]
     assert [o.mode for o in outcomes] == ["compile", "compile", "compile", "eager"]
     assert "SIGSEGV" in outcomes[1].reason
+
+
+class _WornWorker:
+    def __init__(self, tasks_done: int, mib: float | None):
+        self.tasks_done, self.mib = tasks_done, mib
+
+    def resident_mib(self) -> float | None:
+        return self.mib
+
+
+def test_a_worker_is_recycled_at_its_memory_bound_or_its_entry_count():
+    pool = WorkerPool(max_tasks=3, max_resident_mib=100.0)
+    assert not pool.worn(_WornWorker(2, 99.0))
+    assert pool.worn(_WornWorker(2, 100.0))
+    assert pool.worn(_WornWorker(3, 10.0))
+    assert not pool.worn(_WornWorker(2, None))  # memory unreadable: the count alone
+    assert pool.worn(_WornWorker(3, None))
+    assert resident_mib(os.getpid()) > 50  # this process holds torch
+    assert resident_mib(2**31 - 1) is None  # no such process
 
 
 # -- report --------------------------------------------------------------------------
