@@ -53,6 +53,7 @@ class _Recorder:
         self.path = folder / f"{worker}.jsonl"
         self.path.write_text("")
         self.start = _cpu()
+        self.in_tests = [0.0, 0.0]  # own and children's CPU of the tests recorded
 
     def _write(self, record: dict) -> None:
         with self.path.open("a") as out:
@@ -64,6 +65,8 @@ class _Recorder:
         wall = time.perf_counter()
         yield
         own_after, children_after = _cpu()
+        self.in_tests[0] += own_after - own
+        self.in_tests[1] += children_after - children
         self._write(
             {
                 "test": item.nodeid,
@@ -75,12 +78,11 @@ class _Recorder:
 
     def pytest_sessionfinish(self, session) -> None:
         own, children = _cpu()
-        tests = [json.loads(line) for line in self.path.read_text().splitlines()]
         self._write(
             {
                 "test": "(outside tests)",
-                "own": round(own - self.start[0] - sum(t["own"] for t in tests), 3),
-                "children": round(children - self.start[1] - sum(t["children"] for t in tests), 3),
+                "own": round(own - self.start[0] - self.in_tests[0], 3),
+                "children": round(children - self.start[1] - self.in_tests[1], 3),
                 "wall": 0.0,
             }
         )
@@ -121,18 +123,16 @@ def summarize(folder: Path, top: int) -> str:
         "| file | tests | CPU s | own | children | share |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    ranked = sorted(by_file.items(), key=lambda kv: -(kv[1][0] + kv[1][1]))
-    for name, (o, c, n) in ranked[:top]:
+
+    def row(label: str, o: float, c: float, n: int) -> str:
         share = 100 * (o + c) / max(own + children, 1e-9)
-        lines.append(f"| {name} | {n} | {o + c:.1f} | {o:.1f} | {c:.1f} | {share:.1f}% |")
-    rest = ranked[top:]
+        return f"| {label} | {n} | {o + c:.1f} | {o:.1f} | {c:.1f} | {share:.1f}% |"
+
+    ranked = sorted(by_file.items(), key=lambda kv: -(kv[1][0] + kv[1][1]))
+    lines += [row(name, *totals) for name, totals in ranked[:top]]
+    rest = [totals for _, totals in ranked[top:]]
     if rest:
-        o = sum(v[0] for _, v in rest)
-        c = sum(v[1] for _, v in rest)
-        lines.append(
-            f"| the other {len(rest)} files | {sum(v[2] for _, v in rest)} | {o + c:.1f} | "
-            f"{o:.1f} | {c:.1f} | {100 * (o + c) / max(own + children, 1e-9):.1f}% |"
-        )
+        lines.append(row(f"the other {len(rest)} files", *(sum(column) for column in zip(*rest))))
     return "\n".join(lines)
 
 
