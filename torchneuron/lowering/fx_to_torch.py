@@ -17,6 +17,8 @@ from torch_mlir import ir
 from torch_mlir.dialects import torch as torch_d
 from torch_mlir.extras.fx_importer import TORCH_DTYPE_TO_MLIR_TYPE, FxImporter
 
+from torchneuron.mlir_context import new_context
+
 from .checks import Check, check_of, is_check
 from .errors import (
     DynamicShapeError,
@@ -221,7 +223,7 @@ def _checks_as_outputs(graph: torch.fx.Graph) -> tuple[list[torch.fx.Node], list
 def import_graph(prepared: PreparedGraph, context: ir.Context | None = None) -> ir.Module:
     """Import a prepared graph as ``func.func @main`` in the raw torch dialect."""
     _refuse_unimportable_dtypes(prepared.graph_module.graph)
-    context = context or ir.Context()
+    context = context or new_context()
     torch_d.register_dialect(context)
     importer = FxImporter(context=context)
     importer.import_stateless_graph(prepared.graph_module.graph, func_name="main")

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from torch_mlir import ir
 from torch_mlir._mlir_libs import _mlir, _stablehlo
 
+from torchneuron.mlir_context import new_context
 from torchneuron.passes.ir_constants import is_dense_elements
 
 _DIALECT_MODULES = "torchneuron.passes.dialect_modules"
@@ -25,7 +26,7 @@ CONSTANT_OP_NAMES = frozenset(["stablehlo.constant", "arith.constant"])
 
 def make_context() -> ir.Context:
     """A torch-mlir Context with the StableHLO dialect registered and loaded."""
-    context = ir.Context()
+    context = new_context()
     _stablehlo.register_dialect(context)
     return context
 

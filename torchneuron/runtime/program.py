@@ -41,7 +41,9 @@ def program_signature(program: bytes, label: str) -> ProgramSignature:
     from torch_mlir import ir
     from torch_mlir._mlir_libs import _stablehlo
 
-    with ir.Context() as context:
+    from torchneuron.mlir_context import new_context
+
+    with new_context() as context:
         _stablehlo.register_dialect(context)
         try:
             if bytes(program[:4]) == MLIR_BYTECODE_MAGIC:

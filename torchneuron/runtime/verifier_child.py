@@ -223,7 +223,9 @@ class ProgramChecker:
 def verify(program: bytes, config: dict, ir, stablehlo) -> tuple[dict, bytes]:
     # config["version"]: the lower of the executor's version and ours, set by main().
     """(signature, canonical bytes) of a program the runtime may run; Refused if not."""
-    with ir.Context() as context:
+    # dialects load when the program names them (torchneuron/mlir_context.py: this file
+    # imports nothing of ours); loading all of them cost ~24 ms a request
+    with ir.Context(load_on_create_dialects=[]) as context:
         context.enable_multithreading(False)
         stablehlo.register_dialect(context)
         try:

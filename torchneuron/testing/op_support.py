@@ -384,11 +384,12 @@ def _functional_forms(ops: dict[str, torch._ops.OpOverload]) -> dict[str, str]:
 
 def _torch_mlir_ops(ops: dict[str, torch._ops.OpOverload]) -> set[str]:
     """The ops torch-mlir's importer emits as ops of its dialect (not ``torch.operator``)."""
-    from torch_mlir import ir
     from torch_mlir.dialects import torch as torch_dialect
     from torch_mlir.extras.fx_importer import _get_mlir_op_name_for_schema
 
-    context = ir.Context()
+    from torchneuron.mlir_context import new_context
+
+    context = new_context()
     torch_dialect.register_dialect(context)
     return {
         name

@@ -121,7 +121,6 @@ def _build(directory: Path) -> None:
     import numpy as np
     import torch
     from torch.fx.experimental.proxy_tensor import make_fx
-    from torch_mlir import ir
     from torch_mlir._mlir_libs import _stablehlo
 
     from torchneuron.compiler.cache import NeffCache
@@ -130,6 +129,7 @@ def _build(directory: Path) -> None:
     from torchneuron.compiler.pipeline import compile_graph
     from torchneuron.compiler.versions import stablehlo_target_version
     from torchneuron.lowering import decomposition_table
+    from torchneuron.mlir_context import new_context
     from torchneuron.neff import read_neff, write_neff
     from torchneuron.runtime import load_neff
     from torchneuron.zoo import ZOO
@@ -165,7 +165,7 @@ def _build(directory: Path) -> None:
         neffs[name] = op.neff
 
     texts = {}
-    with ir.Context() as context:
+    with new_context() as context:
         _stablehlo.register_dialect(context)
         for name, data in neffs.items():
             program = read_neff(data).program
