@@ -42,7 +42,7 @@ def test_a_new_context_loads_a_dialect_only_when_a_module_names_it():
 
 
 def test_every_context_the_package_makes_loads_dialects_lazily():
-    """A plain ``ir.Context()`` loads all ~40 dialects (~24 ms); the package makes its
+    """A plain ``ir.Context()`` loads every dialect (~24 ms); the package makes its
     contexts with ``new_context`` (the verifier's child, which imports nothing of ours,
     passes the same argument)."""
     root = Path(torchneuron.__file__).parent

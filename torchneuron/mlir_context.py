@@ -1,12 +1,13 @@
 """The one way to make a torch-mlir ``Context``: its dialects load when first named.
 
-torch-mlir's ``ir.Context()`` loads every dialect its bindings were built with (linalg,
-tosa, scf, ... some thirty we never use) the moment it is made: ~24 ms on the 2-core
-machine, against ~0.5 ms for a context that loads a dialect when a module first names
+torch-mlir's ``ir.Context()`` loads every dialect its bindings hold (about fifty:
+linalg, tosa, gpu, ... which we never use) the moment it is made: ~24 ms on the 2-core
+machine, against ~0.5 ms for a context that loads a dialect when something first names
 it. MLIR does that loading itself: the parser, an op created by name and a pass's
-dependent dialects all load from the registry on first use. A compile makes several
-contexts (the torch-mlir import, each parse of a stage's text, the runtime's read of a
-program's signature), so each paid that ~24 ms several times over.
+dependent dialects all load from the registry on first use. Every compile (each new
+eager op's program is one) makes a context for its torch-mlir import, and so do each
+parse of a stage's text, the runtime's read of a program's signature and each request
+to the verifier's child.
 """
 
 from __future__ import annotations
