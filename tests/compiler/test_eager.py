@@ -14,6 +14,7 @@ from torchneuron.compiler.cache import NeffCache
 
 PROGRAM = textwrap.dedent(
     """
+    import sys
     import torch
     from torchneuron.compiler.cache import get_default_cache
     x = torch.arange(6.0, device="neuron").view(2, 3)
@@ -21,6 +22,8 @@ PROGRAM = textwrap.dedent(
     print("result", y.cpu().tolist())
     stats = get_default_cache().stats
     print("stats", stats.compiles, stats.disk_hits)
+    heavy = ("torch_mlir", "torchneuron.lowering.decompositions", "torchneuron.passes")
+    print("imported", ",".join(m for m in heavy if m in sys.modules) or "-")
     """
 )
 
@@ -38,19 +41,23 @@ def run(cache_dir, extra_env=None):
     assert result.returncode == 0, result.stderr
     lines = dict(line.split(" ", 1) for line in result.stdout.splitlines() if " " in line)
     compiles, disk_hits = map(int, lines["stats"].split())
-    return lines["result"], compiles, disk_hits, result.stderr
+    return lines["result"], compiles, disk_hits, lines["imported"]
 
 
 def test_second_process_reuses_the_disk_cache(tmp_path):
-    first, compiles, hits, _ = run(tmp_path)
+    first, compiles, hits, imported = run(tmp_path)
     assert first == "[10.5, 33.0]"
     assert compiles >= 3 and hits == 0
+    assert "torch_mlir" in imported  # it compiled
     entries = sorted((tmp_path / "neff").glob("*/*.neff"))
     assert len(entries) == compiles and all(p.parent.name == p.name[:2] for p in entries)
 
-    second, compiles_again, hits_again, _ = run(tmp_path)
+    second, compiles_again, hits_again, imported_again = run(tmp_path)
     assert second == first
     assert compiles_again == 0 and hits_again >= compiles
+    # a process that finds every program on disk loads no compiler: not torch-mlir (the
+    # cache key's versions, the bucket setting), not the lowering or the passes
+    assert imported_again == "-"
 
 
 def test_corrupt_entry_is_recompiled_and_replaced(tmp_path):

@@ -34,7 +34,8 @@ backward is planned on its own and pads them again.
 
 The analysis is split along its seams: the tag algebra and the ops by kind
 (``buckets_tags.py``), the rule of each op (``buckets_rules.py``), the walk that
-applies them (``buckets_analysis.py``). Here: the option, the route torch.compile takes
+applies them (``buckets_analysis.py``), the option's sizes (``bucket_sizes.py``, which the
+eager device reads without importing this module). Here: the route torch.compile takes
 (``compile_bucketed``) and the function that pads and slices at run time.
 """
 
@@ -42,18 +43,18 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import torch
 import torch.fx
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
-from torchneuron import settings
 from torchneuron.counters import Counters
 from torchneuron.errors import TorchNeuronError
 from torchneuron.lowering.errors import LoweringError
 
+from .bucket_sizes import AUTO_BUCKETS, MAX_BUCKETS, buckets_from_env, parse_buckets
 from .buckets_analysis import BucketPlan, plan_buckets
 from .buckets_tags import BucketRefused, NothingToBucket
 from .dynamic import compile_dynamic_graph
@@ -82,65 +83,6 @@ __all__ = [
 STATS = Counters("bucketed_graphs", "refusals", "padded_calls", "exact_calls")
 reset_stats = STATS.reset
 stats = STATS.snapshot
-MAX_BUCKETS = 64
-
-
-# -- the option ------------------------------------------------------------------
-
-
-# ``"auto"``: a ladder of two sizes per power of two (1, 2, 3, 4, 6, 8, 12, ..., 65536), so
-# a padded size is at most 1.5x the true one and each octave of sizes costs at most two
-# specializations; sizes above the last run exactly.
-AUTO = "auto"
-OFF = "off"  # TORCHNEURON_BUCKETS=off; the option's None
-AUTO_BUCKETS = (1, 2) + tuple(
-    size for power in range(1, 16) for size in (3 << (power - 1), 2 << power)
-)
-
-
-def parse_buckets(value: Any, where: str = "option 'buckets'") -> tuple[int, ...] | None:
-    """The bucket sizes of ``value`` (a list of sizes, ``"auto"`` for ``AUTO_BUCKETS``,
-    or None for no bucketing); ``ValueError`` naming ``where`` unless they are
-    increasing positive ints."""
-    if value is None:
-        return None
-    if value == AUTO:
-        return AUTO_BUCKETS
-    if isinstance(value, (str, bytes, dict)) or not isinstance(value, Sequence):
-        raise ValueError(
-            f"{where} must be a list of increasing positive sizes, e.g. [32, 64, 128], "
-            f"not {type(value).__name__}"
-        )
-    if not value or len(value) > MAX_BUCKETS:
-        raise ValueError(f"{where} must hold 1 to {MAX_BUCKETS} sizes, not {len(value)}")
-    for size in value:
-        if type(size) is not int or not 1 <= size <= 2**31:
-            raise ValueError(f"{where}: {size!r} is not a positive int size")
-    if any(b <= a for a, b in zip(value, value[1:])):
-        raise ValueError(f"{where} must be strictly increasing, not {list(value)}")
-    return tuple(value)
-
-
-def buckets_from_env() -> tuple[int, ...] | None:
-    """``TORCHNEURON_BUCKETS``: comma-separated sizes, ``auto``, or ``off``; unset is
-    ``auto`` (``AUTO_BUCKETS``). ``SettingsError`` when malformed."""
-    text = settings.env_text(settings.BUCKETS)
-    if text is None or text.strip() == AUTO:
-        return AUTO_BUCKETS
-    if text.strip() == OFF:
-        return None
-    where = f"{settings.BUCKETS}={text!r}"
-    try:
-        sizes = [int(part) for part in text.split(",")]
-    except ValueError:
-        raise settings.SettingsError(
-            f"{where} is not a comma-separated list of sizes (e.g. 32,64,128), auto or off",
-            settings.BUCKETS,
-        ) from None
-    try:
-        return parse_buckets(sizes, where)
-    except ValueError as error:
-        raise settings.SettingsError(str(error), settings.BUCKETS) from None
 
 
 # -- the route ---------------------------------------------------------------------

@@ -27,7 +27,10 @@ def stablehlo_target_version() -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def dependency_versions() -> dict[str, str]:
+def package_versions() -> dict[str, str]:
+    """The installed versions of this package and of the packages that shape its output,
+    read from their metadata (nothing is imported)."""
+
     def version_of(dist: str) -> str:
         try:
             return metadata.version(dist)
@@ -39,8 +42,15 @@ def dependency_versions() -> dict[str, str]:
         "torch": version_of("torch"),
         "torch_mlir": version_of("torch-mlir"),
         "jaxlib": version_of("jaxlib"),
-        "stablehlo": stablehlo_target_version(),
     }
+
+
+@functools.lru_cache(maxsize=1)
+def dependency_versions() -> dict[str, str]:
+    """``package_versions`` and the StableHLO version programs are written at, which
+    imports both sides' MLIR bindings: a NEFF's manifest records it; a cache key needs
+    only the two package versions that decide it."""
+    return {**package_versions(), "stablehlo": stablehlo_target_version()}
 
 
 def build_version() -> str:

@@ -124,7 +124,7 @@ def clear() -> None:
 
 
 def buckets() -> tuple[int, ...] | None:
-    from torchneuron.compiler.buckets import buckets_from_env
+    from torchneuron.compiler.bucket_sizes import buckets_from_env
 
     return buckets_from_env()
 
