@@ -31,7 +31,7 @@ from torch._functorch.aot_autograd import make_boxed_func
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from torchneuron import collective_graphs, settings
+from torchneuron import aot_cache, collective_graphs, settings
 from torchneuron.check import check_requested, checked_graph
 from torchneuron.compiler import bounded, buckets, observe
 from torchneuron.compiler.dynamic_functions import (
@@ -105,7 +105,7 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], opti
     key = _dynamo_graph_key(gm, example_inputs, opts)
     compiled = _COMPILED_FRAMES.get(key) if key is not None else None
     if compiled is None:
-        compiled = _compile_dynamo_graph(gm, example_inputs, opts, graph_id)
+        compiled = _compile_dynamo_graph(gm, example_inputs, opts, graph_id, key)
         if key is not None:
             _COMPILED_FRAMES.put(key, compiled)
     else:
@@ -168,7 +168,9 @@ def _dynamo_graph_key(gm: torch.fx.GraphModule, example_inputs, opts) -> str | N
     return digest.hexdigest()
 
 
-def _compile_dynamo_graph(gm: torch.fx.GraphModule, example_inputs, opts, graph_id: int):
+def _compile_dynamo_graph(
+    gm: torch.fx.GraphModule, example_inputs, opts, graph_id: int, key: str | None = None
+):
     input_views: set[str] = set()
     layouts: dict[str, dict] = {}
     shared = {"input_views": input_views, "layouts": layouts, "bounds": {}}
@@ -185,15 +187,21 @@ def _compile_dynamo_graph(gm: torch.fx.GraphModule, example_inputs, opts, graph_
         name = f"graph{graph_id}_forward"
         return compile_or_fallback(GraphJob(fx_gm, fx_inputs, name, opts))
 
+    compilers = {
+        "forward": compile_forward,
+        "backward": compile_backward,
+        "inference": compile_inference,
+    }
     compiler = aot_autograd(
-        fw_compiler=compile_forward,
-        bw_compiler=compile_backward,
-        inference_compiler=compile_inference,
+        fw_compiler=aot_cache.serializable("forward", compile_forward),
+        bw_compiler=aot_cache.serializable("backward", compile_backward),
+        inference_compiler=aot_cache.serializable("inference", compile_inference),
         decompositions=decomposition_table(),
     )
     # The math attention kernel decomposes into ops with lowerings, and so does
-    # its backward; the fused CPU kernels do not.
-    with sdpa_kernel([SDPBackend.MATH]):
+    # its backward; the fused CPU kernels do not. AOTAutograd's result is kept in our
+    # disk cache, so the next process skips its tracing (aot_cache.py).
+    with sdpa_kernel([SDPBackend.MATH]), aot_cache.storing_in_our_cache(compilers, key):
         return compiler(gm, example_inputs)
 
 

@@ -63,6 +63,7 @@ def test_info_counts_each_kind(neuronc, filled):
         "graph": {"entries": 0, "bytes": 0},
         "dynamic": {"entries": 0, "bytes": 0},
         "xla": {"entries": 2, "bytes": sizes["xla"]},
+        "aot": {"entries": 0, "bytes": 0},
     }
     assert report["bytes"] == sizes["neff"] + sizes["xla"]
     text = neuronc.run("cache", "info", env={"TORCHNEURON_CACHE_DIR": str(folder)}).stdout

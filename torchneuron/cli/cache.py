@@ -1,10 +1,12 @@
 """``neuronc cache info|clear|prune``: see and bound the disk cache.
 
 The cache folder (``TORCHNEURON_CACHE_DIR``, default ``~/.cache/torchneuron``) holds
-four kinds of entries: eager ops' NEFFs (``neff/``), compiled graphs (``graph/``: a
+five kinds of entries: eager ops' NEFFs (``neff/``), compiled graphs (``graph/``: a
 ``torch.compile`` graph's or a dynamic program specialization's NEFF and facts), the
-front halves of dynamic programs (``dynamic/``) and the XLA executables compiled from
-their programs (``xla/``: what a new process loads instead of compiling). ``info`` prints each kind's entries and bytes;
+front halves of dynamic programs (``dynamic/``), the XLA executables compiled from
+their programs (``xla/``: what a new process loads instead of compiling) and
+AOTAutograd's results for ``torch.compile`` graphs (``aot/``: what a new process
+loads instead of tracing the forward and backward again). ``info`` prints each kind's entries and bytes;
 ``clear`` deletes every entry; ``prune --max-size 2G`` deletes the least recently used
 entries, all kinds together, until the folder holds at most that much.
 """
@@ -38,7 +40,8 @@ def add_cache_arguments(command) -> None:
     info = actions.add_parser("info", help="the cache folder, its entries and their size")
     info.add_argument("--json", action="store_true", help="print JSON for scripts")
     actions.add_parser(
-        "clear", help="delete every entry (NEFFs, graphs, front halves and executables)"
+        "clear",
+        help="delete every entry (NEFFs, graphs, front halves, executables, AOTAutograd results)",
     )
     prune = actions.add_parser(
         "prune", help="delete the least recently used entries until the folder fits a size"
@@ -50,12 +53,18 @@ def add_cache_arguments(command) -> None:
 
 def _caches() -> list:
     from torchneuron.compiler.cache import NeffCache
-    from torchneuron.compiler.graph_cache import FrontHalfCache, GraphCache
+    from torchneuron.compiler.graph_cache import AotResultCache, FrontHalfCache, GraphCache
     from torchneuron.runtime.disk_cache import default_cache_dir
     from torchneuron.runtime.executable_cache import ExecutableCache
 
     root = default_cache_dir()
-    return [NeffCache(root), GraphCache(root), FrontHalfCache(root), ExecutableCache(root)]
+    return [
+        NeffCache(root),
+        GraphCache(root),
+        FrontHalfCache(root),
+        ExecutableCache(root),
+        AotResultCache(root),
+    ]
 
 
 def cache_command(args) -> int:

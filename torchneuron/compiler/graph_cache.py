@@ -186,3 +186,34 @@ class FrontHalfCache(DiskCache):
 
     def __init__(self, directory) -> None:
         super().__init__(directory, memory_entries=0)
+
+
+AOT_FORMAT = 1
+AOT_ENTRY = EntryKind(b"torchneuron-aot-entry", AOT_FORMAT, "AOTAutograd result")
+# An entry is two ATen graphs with their fake tensors and PyTorch's metadata: ~0.8 MB for
+# the zoo's GPT training graph; a larger file than this is refused unread.
+MAX_AOT_BYTES = 256 << 20
+
+
+def _check_pickle(payload: bytes) -> None:
+    # The envelope (key, sha256) and the file's owner are what can be checked before
+    # unpickling; PyTorch unpickles it, and a failure there is its miss.
+    if not payload.startswith(b"\x80"):
+        raise BadEntry("its payload is not a pickle")
+
+
+AOT_ENTRIES = Entries(
+    folder="aot",
+    suffix=".pkl",
+    kind=AOT_ENTRY,
+    check=_check_pickle,
+    max_bytes=MAX_AOT_BYTES,
+    private=True,  # a pickle is code: only files this user owns and nobody else may write
+)
+
+
+class AotResultCache(DiskCache):
+    """AOTAutograd's results for the backend's Dynamo graphs (``torchneuron/aot_cache.py``),
+    by PyTorch's key of the graph mixed with ours."""
+
+    entries = AOT_ENTRIES
