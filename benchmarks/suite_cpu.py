@@ -9,8 +9,13 @@ torchrun launches and their ranks, conformance workers when their pool shuts dow
 one JSON line per test in ``DIR/<worker>.jsonl``; the summary adds them up by file:
 
     python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile \\
-        -p benchmarks.suite_cpu --suite-cpu DIR
+        -p benchmarks.suite_cpu --suite-cpu=DIR
     python benchmarks/suite_cpu.py DIR [--top 30]
+
+Write ``--suite-cpu=DIR`` as one word: pytest looks for its configuration file from the
+paths on its command line before it knows this option, so a separate ``DIR`` outside
+the repository makes it find none, and the run then lacks pyproject.toml's options
+(``-m 'not slow'``: it runs the slow tests too). The plugin refuses such a run.
 
 A child's CPU counts when it is reaped: a process left running by one test and reaped
 in a later one (a session fixture's pool) is counted there, and one never reaped (a
@@ -93,6 +98,11 @@ def pytest_configure(config) -> None:
     # xdist's controller runs no test, and its workers are its children: only the
     # processes that run tests record (the controller itself when there are no workers)
     controller = getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput")
+    if folder and config.inipath is None:
+        raise pytest.UsageError(
+            "--suite-cpu: pytest found no configuration file (pyproject.toml), so the run "
+            "would not be README's (the slow tests too); write --suite-cpu=DIR as one word"
+        )
     if folder and not controller:
         worker = getattr(config, "workerinput", {}).get("workerid", "main")
         config.pluginmanager.register(_Recorder(Path(folder), worker), "suite-cpu-recorder")

@@ -27,13 +27,21 @@ def test_child():
 def test_a_tests_own_cpu_and_its_childrens_are_recorded_and_summed_by_file(tmp_path):
     (tmp_path / "test_burn.py").write_text(BURN)
     out = tmp_path / "cpu"
-    # (the rootdir named: pytest would take the common folder of this checkout and the
-    # test file, which names the tests by a longer path when the checkout is under /tmp)
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
-         "-p", "benchmarks.suite_cpu", "--suite-cpu", str(out), str(tmp_path / "test_burn.py")],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+
+    def run():
+        # (the rootdir named: pytest would take the common folder of this checkout and the
+        # test file, which names the tests by a longer path when the checkout is under /tmp)
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+             "-p", "benchmarks.suite_cpu", "--suite-cpu", str(out), str(tmp_path / "test_burn.py")],
+            cwd=ROOT, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+
+    # without a configuration file the run is not the project's (its -m 'not slow' lost)
+    refused = run()
+    assert refused.returncode != 0 and "found no configuration file" in refused.stderr
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    done = run()
     assert done.returncode == 0, done.stdout + done.stderr
     records = {r["test"]: r for r in map(json.loads, (out / "main.jsonl").read_text().splitlines())}
     own, child = records["test_burn.py::test_own"], records["test_burn.py::test_child"]

@@ -31,6 +31,7 @@ result per key (PyTorch's own cache may hold several, one per set of shape guard
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import hashlib
@@ -96,6 +97,11 @@ class NeuronOutputCode(OutputCode):
         from torch._guards import detect_fake_mode
         from torch.fx._graph_pickler import GraphPickler
 
+        # the ops of ours a graph may hold (runtime checks, random bits), registered by
+        # the lowering that made them: a process that loads an entry has not lowered yet
+        import torchneuron.lowering.checks  # noqa: F401
+        import torchneuron.lowering.rules.random  # noqa: F401
+
         compile_fn = _current_compilers().get(self.role)
         fake_mode = detect_fake_mode(example_inputs)
         if compile_fn is None or fake_mode is None or self._graph_bytes is None:
@@ -156,15 +162,16 @@ def _our_key(torch_key: str) -> str:
     return hashlib.sha256(f"{_front_end_fingerprint()}\0{torch_key}".encode()).hexdigest()
 
 
-_staging: list[tempfile.TemporaryDirectory] = []
+_staging: list[str] = []
 
 
 def _staging_root() -> str:
-    # Where a found entry is put for PyTorch's reader (which lists a folder per key):
-    # private to this process (mkdtemp's mode 0700), removed at exit.
+    """Where a found entry is put for PyTorch's reader (which lists a folder per key):
+    private to this process (``mkdtemp``'s mode 0700), removed at exit."""
     if not _staging:
-        _staging.append(tempfile.TemporaryDirectory(prefix="torchneuron-aot-"))
-    return _staging[0].name
+        _staging.append(tempfile.mkdtemp(prefix="torchneuron-aot-"))
+        atexit.register(shutil.rmtree, _staging[0], True)
+    return _staging[0]
 
 
 def _folder_for_key(_cls, torch_key: str) -> str:

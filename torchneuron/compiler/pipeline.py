@@ -44,7 +44,7 @@ from .compilation import (
     logical_core_size,
 )
 from .stages import STAGES, CompileError
-from .versions import dependency_versions
+from .versions import package_versions
 
 __all__ = [
     "STAGES",
@@ -261,7 +261,9 @@ def _cache_key(gm, request: Request, weights) -> str:
     for weight_name, value in sorted((weights or {}).items()):
         digest.update(weight_name.encode())
         digest.update(_tensor_digest(value))
-    digest.update(repr(sorted(dependency_versions().items())).encode())
+    # the package versions decide the StableHLO version; asking for it imports torch-mlir,
+    # which a process finding every graph in the disk cache never needs
+    digest.update(repr(sorted(package_versions().items())).encode())
     digest.update(f"lnc={logical_core_size(request.target)}".encode())
     return digest.hexdigest()
 

@@ -408,12 +408,18 @@ class DiskCache:
                 path.unlink()
 
     def _disk_failed(self, error: OSError) -> None:
-        """A write or a lock failed: memory only from now on, after one warning."""
+        """A write or a lock failed: memory only from now on, after one warning for the
+        whole cache folder (each kind of entry then finds the same fault on its own)."""
         with self._lock:
             self.stats.disk_errors += 1
             if not self.disk_writable:
                 return
             self.disk_writable = False
+        root = str(self.directory.parent) if self.directory is not None else ""
+        with _defaults_lock:
+            if root in _unwritable_roots:
+                return
+            _unwritable_roots.add(root)
         warnings.warn(
             f"torchneuron: the {self.entries.kind.payload} cache folder {self.directory} cannot be written "
             f"({_reason(error)}); compiled programs are cached in memory only for the rest "
@@ -518,6 +524,8 @@ def _check_key(key: str) -> None:
 
 Cache = TypeVar("Cache", bound=DiskCache)
 _defaults_lock = threading.Lock()
+# cache folders (roots) a write failed in, warned about once per process
+_unwritable_roots: set[str] = set()
 # kind of cache -> ((root folder or None, enabled), the cache for those settings)
 _defaults: dict[type, tuple[tuple[str | None, bool], DiskCache]] = {}
 
