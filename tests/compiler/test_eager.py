@@ -93,6 +93,34 @@ def test_corrupt_entry_is_recompiled_and_replaced(tmp_path):
     program.unload()
 
 
+def test_an_op_from_disk_or_just_compiled_is_read_once_on_its_way_to_a_core(tmp_path, monkeypatch):
+    """The disk cache's check reads the NEFF (every check of the reader); the signature
+    check and the load on a core take that reading instead of reading the bytes again."""
+    import torchneuron.neff
+
+    specs = [eager.TensorSpec((2,), (1,), torch.float32)]
+    reads = []
+    real = torchneuron.neff.read_neff
+
+    def counted(data, **keywords):
+        reads.append(len(data) if isinstance(data, bytes) else type(data).__name__)
+        return real(data, **keywords)
+
+    monkeypatch.setattr(torchneuron.neff, "read_neff", counted)
+
+    def double(a):
+        return (torch.ops.aten.mul.Tensor(a, 2.0),)
+
+    key = ("test-double", str(tmp_path))
+    for expected_reads in (1, 1):  # compiled, then from the disk of a new cache
+        reads.clear()
+        program = eager.compile_op(
+            "test::double", key, specs, double, 1, cache=NeffCache(tmp_path), load=_loaded_on_core_0
+        )
+        assert len(reads) == expected_reads and isinstance(reads[0], int), reads
+        program.unload()
+
+
 def _loaded_on_core_0(compiled):
     """``compile_op``'s ``load``: the program resident on core 0, as the device loads it."""
     from torchneuron.device import programs

@@ -53,10 +53,12 @@ __all__ = [
 ]
 
 
-def _check_neff(neff: bytes) -> None:
+def _check_neff(neff: bytes) -> Any:
+    """The NEFF reader's checks; the ``Neff`` it read (a loader takes it instead of
+    reading the bytes again)."""
     from torchneuron.neff import read_neff
 
-    read_neff(neff)
+    return read_neff(neff)
 
 
 NEFF_ENTRIES = Entries(folder="neff", suffix=".neff", kind=NEFF_ENTRY, check=_check_neff)

@@ -27,7 +27,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import torch
@@ -76,6 +76,9 @@ class CompiledOp:
     key: str
     neff: bytes
     output_count: int
+    # the ``Neff`` read from ``neff`` (by the cache's check or the signature's), which a
+    # load takes instead of reading the bytes a third time
+    parsed: Any = field(default=None, compare=False, repr=False)
 
 
 last_timings = CompileTimings()
@@ -115,12 +118,16 @@ def compile_op(
 
         return in_clean_thread(trace_and_compile)
 
-    def checked(neff: bytes) -> CompiledOp | Loaded:
-        _check_signature(op_name, neff, specs)
-        compiled = CompiledOp(op_name, key, neff, output_count)
+    def checked(neff: bytes, parsed: Any) -> CompiledOp | Loaded:
+        if parsed is None:  # from memory, or just compiled
+            from torchneuron.neff import read_neff
+
+            parsed = read_neff(neff)
+        _check_signature(op_name, parsed, specs)
+        compiled = CompiledOp(op_name, key, neff, output_count, parsed)
         return load(compiled) if load is not None else compiled
 
-    return cache.get_or_compile(key, compile_now, load=checked)
+    return cache.get_or_compile(key, compile_now, load_checked=checked)
 
 
 def in_clean_thread(fn: Callable[[], Any]) -> Any:
@@ -212,11 +219,10 @@ def _program_name(op_name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.]", "_", op_name.replace("::", "."))
 
 
-def _check_signature(op_name: str, neff: bytes, specs: Sequence[TensorSpec]) -> None:
-    """Refuse a NEFF whose inputs are not the call's flat inputs in call order."""
-    from torchneuron.neff import read_neff
-
-    inputs = read_neff(neff).manifest.get("signature", {}).get("inputs", [])
+def _check_signature(op_name: str, neff: Any, specs: Sequence[TensorSpec]) -> None:
+    """Refuse a NEFF (a read ``Neff``) whose inputs are not the call's flat inputs in
+    call order."""
+    inputs = neff.manifest.get("signature", {}).get("inputs", [])
     expected = [(list(spec.shape), str(spec.dtype).removeprefix("torch.")) for spec in specs]
     found = [(entry.get("shape"), entry.get("dtype")) for entry in inputs]
     if found != expected:

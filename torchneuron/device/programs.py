@@ -51,7 +51,9 @@ class ResidentProgram:
                     ensure_hook()
 
                     start = time.perf_counter()
-                    program = load_neff(self.compiled.neff, core=core)
+                    compiled = self.compiled
+                    neff = compiled.parsed if compiled.parsed is not None else compiled.neff
+                    program = load_neff(neff, core=core)
                     eager.last_timings.load = time.perf_counter() - start
                     self.loaded[core] = program
         return program

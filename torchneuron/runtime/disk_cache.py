@@ -212,6 +212,7 @@ class DiskCache:
         compile_fn: Callable[[], bytes],
         *,
         load: Callable[[bytes], Loaded] | None = None,
+        load_checked: Callable[[bytes, Any], Loaded] | None = None,
     ) -> Loaded | bytes:
         """The payload under ``key`` (or ``load(payload)``); on a miss, ``compile_fn()`` under a
         cross-process lock.
@@ -222,18 +223,26 @@ class DiskCache:
         from the cache that ``load`` refuses is a miss: dropped, recompiled and replaced.
         A freshly compiled payload that ``load`` refuses is not kept; the error propagates.
         Only ``Exception`` is caught, never ``KeyboardInterrupt`` or ``SystemExit``.
+        ``load_checked(payload, checked)`` instead of ``load`` also takes what the entries'
+        check returned for a disk entry (None for one from memory or just compiled), so
+        a loader that decodes the payload as the check did need not do it again.
         """
-        load = load if load is not None else _as_is
+        if load_checked is None:
+            plain = load if load is not None else _as_is
+
+            def load_checked(payload: bytes, _checked: Any) -> Loaded:
+                return plain(payload)
+
         found = self._lookup(key)
         if found is not None:
-            loaded = self._load_cached(key, found, load)
+            loaded = self._load_cached(key, found, load_checked)
             if loaded is not _REFUSED:
                 return loaded
         with self._key_lock(key):
             # Another process may have written the entry while this one waited.
             found = self._read_disk(key)
             if found is not None:
-                loaded = self._load_cached(key, found, load)
+                loaded = self._load_cached(key, found, load_checked)
                 if loaded is not _REFUSED:
                     with self._lock:
                         self.stats.disk_hits += 1
@@ -243,7 +252,7 @@ class DiskCache:
                 self.stats.compiles += 1
             payload = compile_fn()
             try:
-                loaded = load(payload)
+                loaded = load_checked(payload, None)
             except Exception as error:
                 if _out_of_memory(error):  # the device is full; the payload is fine
                     self.put(key, payload)
@@ -356,12 +365,13 @@ class DiskCache:
         self,
         key: str,
         found: tuple[bytes, FileIdentity | None, Any],
-        load: Callable[[bytes], Loaded],
+        load_checked: Callable[[bytes, Any], Loaded],
     ) -> Loaded | object:
-        """``load(payload)`` of a payload from the cache, or ``_REFUSED`` (it was refused)."""
-        payload, identity, _ = found
+        """``load_checked(payload, checked)`` of an entry from the cache, or ``_REFUSED``
+        (it was refused)."""
+        payload, identity, checked = found
         try:
-            return load(payload)
+            return load_checked(payload, checked)
         except Exception as error:
             if _out_of_memory(error):
                 raise
