@@ -14,19 +14,29 @@ makes ours do so too:
   to the current process's compiler of the same role, whose NEFFs are disk-cache hits.
   PyTorch's entry keeps the rest: the runtime metadata of the wrappers it puts around
   the two graphs (mutations, aliases, what the forward saves for the backward).
-- ``storing_in_our_cache()`` (around the AOTAutograd call of our backend) turns the
-  bundled form of that cache on and moves its storage into ours: entries live in
-  ``<cache root>/aot/`` as ``DiskCache`` entries (``AotResultCache``), behind a header
-  naming their key and sha256, read only from files this user owns and nobody else may
-  write (a pickle is code: the same rule as the XLA executables), bounded in size, with
-  one warning for a bad entry, which is a miss. Their key is PyTorch's key of the graph
-  (the Dynamo graph, its inputs' metadata, grad and autocast state, AOTAutograd's and
-  Inductor's configuration, PyTorch's version) mixed with our compiler's fingerprint and
-  the source of this front end, so Inductor's entries and ours never meet, and an edit of
-  a decomposition misses.
+- ``storing_in_our_cache()`` (around the AOTAutograd call of our backend) turns that
+  cache on for the call, with our key and our storage: entries live in
+  ``<cache root>/aot/`` as ``DiskCache`` entries (``graph_cache.AotResultCache``), behind
+  a header naming their key and sha256, read only from files this user owns and nobody
+  else may write (a pickle is code: the same rule as the XLA executables), bounded in
+  size, with one warning for a bad entry, which is a miss. The key (``_key_of``) digests
+  the backend's key of the Dynamo graph (its code, its inputs' metadata, grad and
+  autocast modes, our options), PyTorch's version and AOTAutograd's configuration, mixed
+  with our compiler's fingerprint and the backend's source: an edit of a decomposition
+  misses. PyTorch's own key would import Inductor's code generators and hash PyTorch's
+  sources (3.2 s of the warm GPT's first step here).
+- ``_install_save_hooks`` sends the saving of our entries (and only ours: an entry whose
+  forward is a ``NeuronOutputCode``) to our storage, in PyTorch's bundled form; a
+  training graph's entry is saved at its first ``backward()``, outside our call.
 
-``TORCHNEURON_CACHE=0`` turns it off with the rest of the disk cache. An entry holds one
-result per key (PyTorch's own cache may hold several, one per set of shape guards).
+The hooks and the patches are process-wide while they last; a compile of Inductor's on
+another thread in those moments could at worst find its entry bundled (still its own,
+valid) or written where it never looks (a miss), never one of ours: our keys are ours.
+A graph the backend's key cannot describe (parameters held by the module, symbolic
+sizes) is not kept, nor one with effect tokens (AOTAutograd threads tokens differently
+around a loaded graph). ``TORCHNEURON_CACHE=0`` turns it off with the rest of the disk
+cache. An entry holds one result per key (PyTorch's own cache may hold several, one per
+set of shape guards).
 """
 
 from __future__ import annotations
@@ -174,9 +184,12 @@ def _staging_root() -> str:
     return _staging[0]
 
 
-def _folder_for_key(_cls, torch_key: str) -> str:
-    """The folder PyTorch reads ``torch_key``'s entries from: what our cache holds for
-    it now, and nothing else (not what an earlier lookup put there)."""
+def _folder_for_key(cls, torch_key: str) -> str:
+    """The folder PyTorch reads ``torch_key``'s entries from: for one of our keys, what
+    our cache holds for it now, and nothing else (not what an earlier lookup put there);
+    for another's, PyTorch's own folder."""
+    if not torch_key.startswith(_KEY_PREFIX):
+        return os.path.join(cls._get_tmp_dir(), torch_key)
     folder = os.path.join(_staging_root(), hashlib.sha256(torch_key.encode()).hexdigest())
     shutil.rmtree(folder, ignore_errors=True)
     payload = default_cache(AotResultCache).get(_our_key(torch_key))
@@ -204,7 +217,7 @@ def _entry_is_ours(entry: Any) -> bool:
 
 
 _installed = threading.Lock()
-_hooks: dict[str, Any] = {}
+_originals: dict[str, Any] = {}  # PyTorch's functions the hooks wrap (set once)
 
 
 def _install_save_hooks() -> None:
@@ -216,7 +229,7 @@ def _install_save_hooks() -> None:
     ``NeuronOutputCode`` is ours; anything else (Inductor's) goes PyTorch's way, untouched.
     """
     with _installed:
-        if _hooks:
+        if _originals:
             return
         from torch._functorch._aot_autograd import graph_compile
 
@@ -244,13 +257,16 @@ def _install_save_hooks() -> None:
             ):
                 return save(key, entry, False)
 
-        _hooks.update(should_save=should_save, make_entry=make_entry, save=save)
+        _originals.update(should_save=should_save, make_entry=make_entry, save=save)
         graph_compile._should_save_cache = should_save_ours
         AOTAutogradCache.make_entry = staticmethod(make_entry_ours)
         AOTAutogradCache.save = staticmethod(save_ours)
 
 
-def _key_of(graph_key: str) -> Callable:
+_KEY_PREFIX = "neuron"
+
+
+def _key_of(graph_key: str, graph: torch.fx.GraphModule) -> Callable:
     """PyTorch's ``autograd_cache_key`` for our backend: the Dynamo graph's key (the
     backend's ``_dynamo_graph_key``: its code, its inputs' metadata, grad and autocast
     modes, our options) plus what else shapes AOTAutograd's output. PyTorch's own key
@@ -259,6 +275,10 @@ def _key_of(graph_key: str) -> Callable:
     more than half of what the entry saves."""
 
     def key(mod, example_inputs, aot_config, compiler_config_extra=None):
+        from torch._dynamo.utils import GmWrapper
+
+        if (mod.gm if isinstance(mod, GmWrapper) else mod) is not graph:  # not ours
+            raise BypassAOTAutogradCache("not the neuron backend's graph")
         autocast = {
             device: str(torch.get_autocast_dtype(device))
             for device in torch._C._autocast_supported_devices()
@@ -280,17 +300,19 @@ def _key_of(graph_key: str) -> Callable:
             cacheable.static_input_indices,
             cacheable.pre_dispatch,
         )
-        return "neuron" + hashlib.sha256(repr(parts).encode()).hexdigest(), []
+        return _KEY_PREFIX + hashlib.sha256(repr(parts).encode()).hexdigest(), []
 
     return key
 
 
 @contextlib.contextmanager
-def storing_in_our_cache(compilers: dict[str, Callable], graph_key: str | None) -> Iterator[None]:
-    """Around our backend's AOTAutograd call: PyTorch's cache of AOTAutograd results on,
-    read from ours; ``compilers`` (by role) compile what an entry holds. ``graph_key``:
-    the backend's key of the Dynamo graph; None (a graph no key describes safely: state
-    held by the module, symbolic sizes) turns the cache off for this graph."""
+def storing_in_our_cache(
+    compilers: dict[str, Callable], graph: torch.fx.GraphModule, graph_key: str | None
+) -> Iterator[None]:
+    """Around our backend's AOTAutograd call on ``graph``: PyTorch's cache of AOTAutograd
+    results on, read from ours; ``compilers`` (by role) compile what an entry holds.
+    ``graph_key``: the backend's key of the Dynamo graph; None (a graph no key describes
+    safely: state held by the module, symbolic sizes) turns the cache off for it."""
     if graph_key is None or not disk_cache_enabled():
         with torch._functorch.config.patch(enable_autograd_cache=False):
             yield
@@ -303,7 +325,7 @@ def storing_in_our_cache(compilers: dict[str, Callable], graph_key: str | None) 
     try:
         with (
             torch._functorch.config.patch(enable_autograd_cache=True),
-            _patched_module(autograd_cache, "autograd_cache_key", _key_of(graph_key)),
+            _patched(autograd_cache, "autograd_cache_key", _key_of(graph_key, graph)),
             _patched(AOTAutogradCache, "_get_tmp_dir_for_key", classmethod(_folder_for_key)),
         ):
             yield
@@ -312,20 +334,11 @@ def storing_in_our_cache(compilers: dict[str, Callable], graph_key: str | None) 
 
 
 @contextlib.contextmanager
-def _patched_module(module: Any, name: str, value: Any) -> Iterator[None]:
-    before = getattr(module, name)
-    setattr(module, name, value)
-    try:
-        yield
-    finally:
-        setattr(module, name, before)
-
-
-@contextlib.contextmanager
-def _patched(owner: type, name: str, value: Any) -> Iterator[None]:
-    # Dynamo compiles one frame at a time (its compile lock), so no other compile sees
-    # the storage moved while ours runs.
-    before = owner.__dict__[name]
+def _patched(owner: Any, name: str, value: Any) -> Iterator[None]:
+    """``owner.name`` (a module's or a class's, descriptors kept) set to ``value`` for the
+    block. Dynamo compiles one frame at a time (its compile lock), so no other compile
+    of ours sees another's."""
+    before = vars(owner)[name]
     setattr(owner, name, value)
     try:
         yield

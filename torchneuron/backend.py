@@ -201,7 +201,7 @@ def _compile_dynamo_graph(
     # The math attention kernel decomposes into ops with lowerings, and so does
     # its backward; the fused CPU kernels do not. AOTAutograd's result is kept in our
     # disk cache, so the next process skips its tracing (aot_cache.py).
-    with sdpa_kernel([SDPBackend.MATH]), aot_cache.storing_in_our_cache(compilers, key):
+    with sdpa_kernel([SDPBackend.MATH]), aot_cache.storing_in_our_cache(compilers, gm, key):
         return compiler(gm, example_inputs)
 
 
