@@ -5,6 +5,7 @@ and a bad entry is a miss with one warning; Inductor's entries are left to PyTor
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -45,7 +46,7 @@ SCRIPT = textwrap.dedent(
 def run_step(cache_dir) -> dict:
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT],
-        env={**__import__("os").environ, "TORCHNEURON_CACHE_DIR": str(cache_dir),
+        env={**os.environ, "TORCHNEURON_CACHE_DIR": str(cache_dir),
              "TORCHNEURON_NO_FALLBACK": "1"},
         capture_output=True,
         text=True,

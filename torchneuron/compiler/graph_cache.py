@@ -214,6 +214,12 @@ AOT_ENTRIES = Entries(
 
 class AotResultCache(DiskCache):
     """AOTAutograd's results for the backend's Dynamo graphs (``torchneuron/aot_cache.py``),
-    by PyTorch's key of the graph mixed with ours."""
+    by the backend's key of the graph."""
 
     entries = AOT_ENTRIES
+
+    def __init__(self, directory) -> None:
+        # A result is looked up once per Dynamo graph a process compiles; the backend keeps
+        # what it made in memory already (``_COMPILED_FRAMES``): a second in-memory copy of
+        # the pickle (~0.8 MB for the zoo's GPT) would only cost memory.
+        super().__init__(directory, memory_entries=0)
