@@ -1,7 +1,9 @@
 """PyTorch's OpInfo database on the neuron backend, held to tests/testing/conformance/expectations.txt.
 
 Every entry runs (in crash-isolating worker processes) in compile mode and in
-eager mode, float32; the entries that support sparse layouts run with COO and CSR
+eager mode, float32 (the eager lines of ``conftest.SLOW_EAGER``, a few long unrolled
+programs whose compile-mode lines and named fast tests run by default, in the slow
+run only); the entries that support sparse layouts run with COO and CSR
 inputs; the gated complex entries (``conftest.GATED_COMPLEX``) run in complex64.
 Each must do what its expectation line says: a ``pass`` that regresses fails, and
 so does an ``xfail`` that starts passing (mark it ``pass``), so the file stays true.
@@ -25,13 +27,17 @@ from .conftest import (
     COMPLEX_DTYPE,
     DEFAULT_EXPECTATIONS,
     GATING_DTYPE,
+    SLOW_EAGER,
     SPARSE_VARIANTS,
     complex_gated,
     gating_expectations,
     selected,
+    slow_line,
 )
 
-_LINES = sorted(gating_expectations().values(), key=lambda e: (e.mode, e.dtype, e.entry))
+_ALL = sorted(gating_expectations().values(), key=lambda e: (e.mode, e.dtype, e.entry))
+_LINES = [e for e in _ALL if not slow_line(e.mode, e.dtype, e.entry)]
+_SLOW_LINES = [e for e in _ALL if slow_line(e.mode, e.dtype, e.entry)]
 
 
 def _id(e) -> str:
@@ -62,10 +68,31 @@ def test_expectations_cover_every_gating_line_in_both_modes():
     )
 
 
-@pytest.mark.parametrize("expected", _LINES, ids=[_id(e) for e in _LINES])
-def test_entry_does_what_its_expectation_says(expected, conformance_outcomes):
+def _holds(expected, outcomes) -> None:
     if not selected(expected.entry):
         pytest.skip("not selected by TORCHNEURON_CONFORMANCE_ENTRIES")
-    outcome = conformance_outcomes[expected.key]
-    problem = expectations.violation(expected, outcome)
+    problem = expectations.violation(expected, outcomes[expected.key])
     assert problem is None, problem
+
+
+@pytest.mark.parametrize("expected", _LINES, ids=[_id(e) for e in _LINES])
+def test_entry_does_what_its_expectation_says(expected, conformance_outcomes):
+    _holds(expected, conformance_outcomes)
+
+
+# slow: conftest.SLOW_EAGER names, per line, the fast tests that cover it
+@pytest.mark.slow
+@pytest.mark.parametrize("expected", _SLOW_LINES, ids=[_id(e) for e in _SLOW_LINES])
+def test_long_eager_entry_does_what_its_expectation_says(expected, slow_conformance_outcomes):
+    _holds(expected, slow_conformance_outcomes)
+
+
+def test_the_slow_eager_lines_are_gating_lines_the_default_run_compiles():
+    """Every ``SLOW_EAGER`` entry has an eager line, and its compile-mode line runs by
+    default (a renamed or dropped entry must not leave its name here covering nothing)."""
+    lines = gating_expectations()
+    for entry in SLOW_EAGER:
+        assert ("eager", GATING_DTYPE, entry) in lines, entry
+        assert ("compile", GATING_DTYPE, entry) in lines, entry
+        assert not slow_line("compile", GATING_DTYPE, entry)
+    assert len(_SLOW_LINES) == len(SLOW_EAGER)
