@@ -99,12 +99,14 @@ def test_register_is_idempotent():
 
 def test_autoload_keeps_the_compiler_and_xla_out_of_import_torch():
     # Registration needs only cores and memory; the compiler, torch-mlir, XLA and
-    # ml_dtypes load with the first compiled op, so `import torch` stays fast.
+    # ml_dtypes load with the first compiled op, and the NEFF reader and describer with
+    # the first program, so `import torch` stays fast.
     result = run_python(
         "import sys, torch\n"
         "assert torch.neuron.is_available()\n"
         "heavy = [m for m in ('torch_mlir', 'jax', 'jaxlib', 'ml_dtypes', 'torchneuron.compiler',"
-        " 'torchneuron.runtime.executor') if m in sys.modules]\n"
+        " 'torchneuron.runtime.executor', 'torchneuron.neff.reader',"
+        " 'torchneuron.neff.describe') if m in sys.modules]\n"
         "print('heavy', heavy)\n"
         "y = torch.ones(2, device='neuron') + 1\n"
         "print('first op', y.cpu().tolist(), 'jaxlib' in sys.modules, 'jax' in sys.modules)\n"

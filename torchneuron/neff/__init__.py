@@ -11,19 +11,26 @@ Importing this package imports neither torch nor ml_dtypes (loaded with the firs
 low-precision weight) nor any stage above it.
 """
 
-from torchneuron.neff.container import Neff
-from torchneuron.neff.describe import describe
-from torchneuron.neff.errors import NeffError
-from torchneuron.neff.header import (
-    HEADER_FIELDS,
-    HEADER_SIZE,
-    NEFF_VERSION,
-    PKG_VERSION,
-    NeffHeader,
+from torchneuron.lazy import lazy_names
+
+# Loaded on first use: ``import torch`` (the device's autoload) reaches this package for
+# its error types only, and the reader, writer and describer cost ~40 ms to import.
+__getattr__ = lazy_names(
+    __name__,
+    {
+        "HEADER_FIELDS": "header",
+        "HEADER_SIZE": "header",
+        "NEFF_VERSION": "header",
+        "PKG_VERSION": "header",
+        "Neff": "container",
+        "NeffError": "errors",
+        "NeffHeader": "header",
+        "describe": "describe",
+        "read_neff": "reader",
+        "weight_file_path": "weights",
+        "write_neff": "writer",
+    },
 )
-from torchneuron.neff.reader import read_neff
-from torchneuron.neff.weights import weight_file_path
-from torchneuron.neff.writer import write_neff
 
 __all__ = [
     "HEADER_FIELDS",
