@@ -346,3 +346,33 @@ def test_a_graph_with_an_effect_token_is_not_traced_again(native_compile, monkey
     got = torch.compile(torch.linalg.solve, backend="neuron")(a, b)
     torch.testing.assert_close(got, torch.linalg.solve(a, b), rtol=1e-4, atol=1e-5)
     assert retraced == [False]
+
+
+def test_one_graph_under_each_autocast_state_is_compiled_for_that_state():
+    """The backend reuses what it compiled for a Dynamo graph of the same code and inputs;
+    autocast's casts are made by AOTAutograd's trace, so its state is part of what is
+    reused. It was not: the same compiled function called outside autocast returned
+    bfloat16, and under float16 autocast bfloat16 again (the CPU's autocast likewise)."""
+
+    def product(x, w):
+        return x @ w
+
+    x, w = torch.randn(4, 4), torch.randn(4, 4)
+    compiled = torch.compile(product, backend="neuron")
+    on_device = (x.to("neuron"), w.to("neuron"))
+    seen = []
+    for device, dtype in [("neuron", torch.bfloat16), (None, None), ("neuron", torch.float16)]:
+        if device is None:
+            result = compiled(*on_device)
+            expected = product(x, w)
+        else:
+            with torch.autocast(device, dtype=dtype):
+                result = compiled(*on_device)
+            expected = product(x.to(dtype), w.to(dtype))
+        seen.append(result.dtype)
+        torch.testing.assert_close(result.cpu(), expected, rtol=1e-2, atol=1e-2)
+    assert seen == [torch.bfloat16, torch.float32, torch.float16]
+    for dtype in (torch.float16, torch.bfloat16):
+        with torch.autocast("cpu", dtype=dtype):
+            result = torch.compile(lambda a, b: a @ b, backend="neuron")(x, w)
+        assert result.dtype == dtype
