@@ -376,3 +376,37 @@ def test_one_graph_under_each_autocast_state_is_compiled_for_that_state():
         with torch.autocast("cpu", dtype=dtype):
             result = torch.compile(lambda a, b: a @ b, backend="neuron")(x, w)
         assert result.dtype == dtype
+
+
+def test_a_checkpointed_graph_is_reused_by_its_bodys_code_and_only_by_it(monkeypatch):
+    """Activation checkpointing's region reaches the backend as a higher-order op whose
+    body is a submodule: the compiled-frame key (which the AOTAutograd cache on disk
+    uses too) takes the body's code. It gave no key at all before, so every such graph
+    was traced again; two regions alike but for their bodies must not share one."""
+    from torch.utils.checkpoint import checkpoint
+
+    monkeypatch.setattr(backend_module, "_COMPILED_FRAMES", LRU(capacity=128))
+    calls = []
+    real_compile = backend_module._compile_dynamo_graph
+    monkeypatch.setattr(
+        backend_module, "_compile_dynamo_graph", lambda *a: calls.append(1) or real_compile(*a)
+    )
+
+    def region(activation):
+        def body(x, w):
+            return activation(x @ w)
+
+        def step(x, w):
+            return checkpoint(body, x, w, use_reentrant=False).sum()
+
+        return step
+
+    x, w = torch.randn(4, 8), torch.randn(8, 8, requires_grad=True)
+    for activation, expected_calls in [(torch.relu, 1), (torch.relu, 1), (torch.tanh, 2)]:
+        torch._dynamo.reset()
+        step = region(activation)
+        loss = torch.compile(step, backend="neuron")(x, w)
+        (grad,) = torch.autograd.grad(loss, w)
+        (want,) = torch.autograd.grad(step(x, w), w)
+        torch.testing.assert_close(grad, want, rtol=1e-4, atol=1e-5)
+        assert len(calls) == expected_calls

@@ -127,9 +127,19 @@ def _dynamo_graph_key(gm: torch.fx.GraphModule, example_inputs, opts) -> str | N
     if any(True for _ in gm.parameters()) or any(True for _ in gm.buffers()):
         return None  # state held by the module itself: not a pure function of the inputs
     digest = hashlib.sha256(gm.code.encode())
-    for node in gm.graph.nodes:
-        if node.op == "get_attr":
+    # the bodies of higher-order ops (activation checkpointing's, a ``wrap``'s) are
+    # submodules of code only (the check above found no state in them)
+    bodies = {}
+    for name, module in gm.named_modules():
+        if module is gm:
+            continue
+        if not isinstance(module, torch.fx.GraphModule):
             return None
+        bodies[name] = module.code
+    for node in gm.graph.nodes:
+        if node.op == "get_attr" and node.target not in bodies:
+            return None  # a tensor held by the graph: not a function of the inputs
+    digest.update(repr(sorted(bodies.items())).encode())
     for value in example_inputs:
         if isinstance(value, torch.Tensor):
             digest.update(
