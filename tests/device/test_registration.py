@@ -106,7 +106,7 @@ def test_autoload_keeps_the_compiler_and_xla_out_of_import_torch():
         "assert torch.neuron.is_available()\n"
         "heavy = [m for m in ('torch_mlir', 'jax', 'jaxlib', 'ml_dtypes', 'torchneuron.compiler',"
         " 'torchneuron.runtime.executor', 'torchneuron.neff.reader',"
-        " 'torchneuron.neff.describe') if m in sys.modules]\n"
+        " 'torchneuron.neff.description') if m in sys.modules]\n"
         "print('heavy', heavy)\n"
         "y = torch.ones(2, device='neuron') + 1\n"
         "print('first op', y.cpu().tolist(), 'jaxlib' in sys.modules, 'jax' in sys.modules)\n"
