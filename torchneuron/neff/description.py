@@ -17,7 +17,7 @@ from torchneuron.neff.header import HEADER_SIZE, NeffHeader
 from torchneuron.neff.reader import check_header
 from torchneuron.neff.schema import ESTIMATES, load_schedule, parse_json
 from torchneuron.neff.weights import weight_dtype_name
-from torchneuron.neff.writer import assemble_neff, build_members, neff_version_of, pack_tarball
+from torchneuron.neff.writer import build_members, neff_bytes
 from torchneuron.target.engines import ENGINES
 
 
@@ -67,16 +67,7 @@ def _header_of(neff: Neff) -> tuple[NeffHeader, dict[str, bytes]]:
     members = build_members(neff)
     header = neff.header
     if header is None:
-        data = assemble_neff(
-            pack_tarball(members, neff.compression),
-            name=neff.name,
-            build_version=neff.build_version,
-            num_tpb=neff.num_tpb,
-            lnc_size=neff.lnc_size,
-            feature_bits=neff.feature_bits,
-            neff_version=neff_version_of(neff),
-        )
-        header = check_header(memoryview(data))
+        header = check_header(memoryview(neff_bytes(neff, members)))
     return header, members
 
 

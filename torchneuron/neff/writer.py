@@ -189,6 +189,22 @@ def assemble_neff(
     return header + tarball
 
 
+def neff_bytes(
+    neff: Neff, members: dict[str, bytes], gzip_level: int = DEFAULT_GZIP_LEVEL
+) -> bytes:
+    """The NEFF file of ``neff``, whose members ``build_members(neff)`` made: its tarball
+    behind the header its fields give."""
+    return assemble_neff(
+        pack_tarball(members, neff.compression, gzip_level),
+        name=neff.name,
+        build_version=neff.build_version,
+        num_tpb=neff.num_tpb,
+        lnc_size=neff.lnc_size,
+        feature_bits=neff.feature_bits,
+        neff_version=neff_version_of(neff),
+    )
+
+
 def write_neff(
     neff: Neff, path: str | os.PathLike[str] | None = None, *, gzip_level: int = DEFAULT_GZIP_LEVEL
 ) -> bytes:
@@ -197,17 +213,7 @@ def write_neff(
     The file appears complete or not at all: bytes go to a temporary file in the same
     folder, are flushed to disk, then renamed over ``path``.
     """
-    members = build_members(neff)
-    tarball = pack_tarball(members, neff.compression, gzip_level)
-    data = assemble_neff(
-        tarball,
-        name=neff.name,
-        build_version=neff.build_version,
-        num_tpb=neff.num_tpb,
-        lnc_size=neff.lnc_size,
-        feature_bits=neff.feature_bits,
-        neff_version=neff_version_of(neff),
-    )
+    data = neff_bytes(neff, build_members(neff), gzip_level)
     if path is not None:
         write_file_atomically(Path(path), data)
     return data
