@@ -20,8 +20,8 @@ makes ours do so too:
   a header naming their key and sha256, read only from files this user owns and nobody
   else may write (a pickle is code: the same rule as the XLA executables), bounded in
   size, with one warning for a bad entry, which is a miss. The key (``_key_of``) digests
-  the backend's key of the Dynamo graph (its code, its inputs' metadata, grad and
-  autocast modes, our options), PyTorch's version and AOTAutograd's configuration, mixed
+  the backend's key of the Dynamo graph (its code, its inputs' metadata, grad, autocast
+  and deterministic modes, our options), PyTorch's version and AOTAutograd's configuration, mixed
   with our compiler's fingerprint and the backend's source: an edit of a decomposition
   misses. PyTorch's own key would import Inductor's code generators and hash PyTorch's
   sources (3.2 s of the warm GPT's first step here).
@@ -268,30 +268,23 @@ _KEY_PREFIX = "neuron"
 
 def _key_of(graph_key: str, graph: torch.fx.GraphModule) -> Callable:
     """PyTorch's ``autograd_cache_key`` for our backend: the Dynamo graph's key (the
-    backend's ``_dynamo_graph_key``: its code, its inputs' metadata, grad and autocast
-    modes, our options) plus what else shapes AOTAutograd's output. PyTorch's own key
-    digests the same graph and Inductor's configuration, and to do so imports Inductor's
-    code generators and hashes PyTorch's sources: 3.2 s of a warm GPT's first step here,
-    more than half of what the entry saves."""
+    backend's ``_dynamo_graph_key``: its code, its inputs' metadata, grad, autocast and
+    deterministic modes, our options) plus what else shapes AOTAutograd's output.
+    PyTorch's own key digests the same graph and Inductor's configuration, and to do so
+    imports Inductor's code generators and hashes PyTorch's sources: 3.2 s of a warm
+    GPT's first step here, more than half of what the entry saves."""
 
     def key(mod, example_inputs, aot_config, compiler_config_extra=None):
         from torch._dynamo.utils import GmWrapper
 
         if (mod.gm if isinstance(mod, GmWrapper) else mod) is not graph:  # not ours
             raise BypassAOTAutogradCache("not the neuron backend's graph")
-        autocast = {
-            device: str(torch.get_autocast_dtype(device))
-            for device in torch._C._autocast_supported_devices()
-            if torch.is_autocast_enabled(device)
-        }
         cacheable = aot_config.to_cacheable()
         parts = (
             graph_key,
             torch.__version__,
             torch.version.git_version,
             hashlib.sha256(torch._functorch.config.save_config()).hexdigest(),
-            torch.are_deterministic_algorithms_enabled(),
-            sorted(autocast.items()),
             cacheable.num_params_buffers,
             cacheable.keep_inference_input_mutations,
             cacheable.is_export,

@@ -61,7 +61,6 @@ from torchneuron.lowering.complex_graph import (
 )
 from torchneuron.lru import LRU
 from torchneuron.runtime import heap
-from torchneuron.target.topology import DEVICE_TYPE
 
 _graph_ids = itertools.count()
 
@@ -166,6 +165,7 @@ def _dynamo_graph_key(gm: torch.fx.GraphModule, example_inputs, opts) -> str | N
                 torch.is_grad_enabled(),
                 torch.is_inference_mode_enabled(),
                 _autocast_state(),
+                torch.are_deterministic_algorithms_enabled(),
                 torch.get_default_dtype(),
                 fallback_disabled(),
                 opts.target,
@@ -180,12 +180,13 @@ def _dynamo_graph_key(gm: torch.fx.GraphModule, example_inputs, opts) -> str | N
 
 
 def _autocast_state() -> tuple:
-    """Autocast's state for the devices a graph's ops may run on: whether it is on and its
-    dtype, per device type. AOTAutograd's trace inserts the casts it makes (the graph
-    Dynamo hands over has none), so graphs traced under different states differ."""
+    """Each device type autocast is on for, with its dtype. AOTAutograd's trace inserts the
+    casts it makes (the graph Dynamo hands over has none), so graphs traced under
+    different states differ."""
     return tuple(
-        (device, torch.is_autocast_enabled(device), torch.get_autocast_dtype(device))
-        for device in ("cpu", DEVICE_TYPE)
+        (device, str(torch.get_autocast_dtype(device)))
+        for device in torch._C._autocast_supported_devices()
+        if torch.is_autocast_enabled(device)
     )
 
 
