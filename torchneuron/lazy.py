@@ -17,7 +17,13 @@ from typing import Any
 
 def lazy_names(package: str, names: dict[str, str]) -> Callable[[str], Any]:
     """A module ``__getattr__`` for ``package`` giving each of ``names`` (name -> module
-    of the package that defines it) from its module, imported on first use."""
+    of the package that defines it) from its module, imported on first use.
+
+    A name may not be that of the module it comes from: importing ``package.x`` binds the
+    package's ``x`` to the module, which would then hide the lazily given ``x``."""
+    clashing = sorted(name for name, module in names.items() if name == module)
+    if clashing:
+        raise ValueError(f"{package}: {clashing} would be hidden by modules of the same names")
 
     def __getattr__(name: str) -> Any:
         module = names.get(name)

@@ -4,6 +4,10 @@ its submodules were imported before."""
 import subprocess
 import sys
 
+import pytest
+
+from torchneuron.lazy import lazy_names
+
 
 def test_every_public_name_is_its_object_after_every_submodule_was_imported():
     code = (
@@ -18,3 +22,9 @@ def test_every_public_name_is_its_object_after_every_submodule_was_imported():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["[]", "True True 1024"]
+
+
+def test_a_name_given_from_a_module_of_its_own_name_is_refused():
+    # (``describe`` from ``neff/describe.py`` was one, until that module was renamed)
+    with pytest.raises(ValueError, match=r"\['describe'\] would be hidden"):
+        lazy_names("torchneuron.neff", {"describe": "describe", "read_neff": "reader"})

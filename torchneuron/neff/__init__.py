@@ -14,9 +14,7 @@ low-precision weight) nor any stage above it.
 from torchneuron.lazy import lazy_names
 
 # Loaded on first use: ``import torch`` (the device's autoload) reaches this package for
-# its error types only, and the reader, writer and describer cost ~40 ms to import. (No
-# module is named like a name given here: importing ``package.x`` binds the package's
-# ``x`` to the module, which would hide a lazily given ``x``.)
+# its error types only, and the reader, writer and describer cost ~40 ms to import.
 __getattr__ = lazy_names(
     __name__,
     {
