@@ -180,13 +180,21 @@ def test_fallback_helper_reads_environment(monkeypatch):
     assert backend_module.fallback_disabled()
 
 
-def test_recompiling_same_graph_reuses_compiled_frame_with_new_weights(monkeypatch):
+@pytest.fixture
+def graph_compiles(monkeypatch) -> list:
+    """Grows by one for each Dynamo graph the backend compiles (not reused from memory),
+    starting from an empty store of compiled frames."""
     monkeypatch.setattr(backend_module, "_COMPILED_FRAMES", LRU(capacity=128))
     calls = []
     real_compile = backend_module._compile_dynamo_graph
     monkeypatch.setattr(
         backend_module, "_compile_dynamo_graph", lambda *a: calls.append(1) or real_compile(*a)
     )
+    return calls
+
+
+def test_recompiling_same_graph_reuses_compiled_frame_with_new_weights(graph_compiles):
+    calls = graph_compiles
     x = ZOO["mlp"].example_inputs()[0]
     first, second = ZOO["mlp"].build(), ZOO["mlp"].build()
     with torch.no_grad():
@@ -378,19 +386,14 @@ def test_one_graph_under_each_autocast_state_is_compiled_for_that_state():
         assert result.dtype == dtype
 
 
-def test_a_checkpointed_graph_is_reused_by_its_bodys_code_and_only_by_it(monkeypatch):
+def test_a_checkpointed_graph_is_reused_by_its_bodys_code_and_only_by_it(graph_compiles):
     """Activation checkpointing's region reaches the backend as a higher-order op whose
     body is a submodule: the compiled-frame key (which the AOTAutograd cache on disk
     uses too) takes the body's code. It gave no key at all before, so every such graph
     was traced again; two regions alike but for their bodies must not share one."""
     from torch.utils.checkpoint import checkpoint
 
-    monkeypatch.setattr(backend_module, "_COMPILED_FRAMES", LRU(capacity=128))
-    calls = []
-    real_compile = backend_module._compile_dynamo_graph
-    monkeypatch.setattr(
-        backend_module, "_compile_dynamo_graph", lambda *a: calls.append(1) or real_compile(*a)
-    )
+    calls = graph_compiles
 
     def region(activation):
         def body(x, w):
