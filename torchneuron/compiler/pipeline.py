@@ -213,7 +213,8 @@ def _aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence) -> torch.fx.
 
     An effect token (``with_effects``, AOTAutograd's wrapping of an op with side effects
     such as ``_linalg_check_errors``) is part of an ATen graph: tracing it again would run
-    every lowering rule a second time and gain nothing."""
+    every lowering rule a second time and gain nothing; nor is a loop
+    (``lowering/loops.py``: its condition and body were traced with the rules)."""
     if all(
         "val" in node.meta
         and (
@@ -221,6 +222,7 @@ def _aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence) -> torch.fx.
             or isinstance(node.target, torch._ops.OpOverload)
             or node.target is operator.getitem
             or node.target is torch.ops.higher_order.with_effects
+            or node.target is torch.ops.higher_order.while_loop
         )
         for node in gm.graph.nodes
         if node.op not in ("output", "get_attr")

@@ -196,10 +196,12 @@ def check_allowed_ops(module: ir.Module) -> None:
     """``LoweringError`` naming every op of ``module`` that the runtime's program verifier
     refuses, so the compiler never writes a NEFF that another process would not load
     (the in-process runtime trusts what the compiler serialised without re-verifying)."""
+    from torchneuron.runtime import verifier_child
     from torchneuron.runtime.verifier_allowlist import (
         ALLOWED_CUSTOM_CALL_TARGETS,
         ALLOWED_OPS,
         EXCLUDED_OPS,
+        MAX_LOOP_TRIPS,
     )
 
     refused: dict[str, str] = {}
@@ -207,6 +209,17 @@ def check_allowed_ops(module: ir.Module) -> None:
     def visit(op) -> ir.WalkResult:
         operation = op.operation
         name = operation.name
+        if name == "stablehlo.while":
+            try:
+                iterations = verifier_child.loop_iterations(operation, ir)
+            except verifier_child.Refused as refusal:
+                refused[name] = str(refusal)
+                return ir.WalkResult.ADVANCE
+            if iterations > MAX_LOOP_TRIPS:
+                refused[name] = (
+                    f"its body runs {iterations} times (with the loops around it), more "
+                    f"than the {MAX_LOOP_TRIPS} the runtime allows"
+                )
         if name == "stablehlo.custom_call":
             target = ir.StringAttr(operation.attributes["call_target_name"]).value
             if target not in ALLOWED_CUSTOM_CALL_TARGETS:

@@ -19,6 +19,7 @@ from torch_mlir.extras.fx_importer import TORCH_DTYPE_TO_MLIR_TYPE, FxImporter
 
 from torchneuron.mlir_context import new_context
 
+from . import loops
 from .checks import Check, check_of, is_check
 from .errors import (
     DynamicShapeError,
@@ -226,7 +227,12 @@ def import_graph(prepared: PreparedGraph, context: ir.Context | None = None) -> 
     context = context or new_context()
     torch_d.register_dialect(context)
     importer = FxImporter(context=context)
-    importer.import_stateless_graph(prepared.graph_module.graph, func_name="main")
+    if loops.has_loops(prepared.graph_module):
+        # the loops' condition and body graphs become private functions first
+        loops.carry_loop_inputs(prepared.graph_module)
+        importer.import_graph_module(prepared.graph_module, func_name="main")
+    else:
+        importer.import_stateless_graph(prepared.graph_module.graph, func_name="main")
     return importer.module
 
 

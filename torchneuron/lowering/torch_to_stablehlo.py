@@ -34,6 +34,7 @@ from torch_mlir.dialects import torch as torch_d
 from torch_mlir.passmanager import PassManager
 
 from .errors import LoweringError, UnsupportedOpError, describe_value, node_source
+from .loops import loops_as_while
 
 TORCH_BACKEND_PIPELINE = (
     "builtin.module(func.func(torch-match-quantized-custom-ops),"
@@ -81,6 +82,7 @@ def lower_to_torch_backend(module: ir.Module, graph: torch.fx.Graph | None = Non
 def lower_to_stablehlo(module: ir.Module, graph: torch.fx.Graph | None = None) -> None:
     """Torch backend contract -> StableHLO, in place."""
     unsigned_literals_as_bitcasts(module)
+    loops_as_while(module)
     _run(module, STABLEHLO_PIPELINE, "stablehlo", graph)
 
 

@@ -52,6 +52,7 @@ from torchneuron.runtime.verifier_allowlist import (
     ALLOWED_DISCARDABLE_ATTRIBUTES,
     ALLOWED_OPS,
     EXCLUDED_OPS,
+    MAX_LOOP_TRIPS,
 )
 from torchneuron.target.dtypes import NEFF_DTYPES, from_mlir
 from torchneuron.target.hardware import CHIPS
@@ -113,6 +114,7 @@ def child_configuration() -> dict:
         "allowed_custom_call_targets": sorted(ALLOWED_CUSTOM_CALL_TARGETS),
         "allowed_discardable_attributes": sorted(ALLOWED_DISCARDABLE_ATTRIBUTES),
         "max_value_bytes": largest_value_bytes(),
+        "max_loop_trips": MAX_LOOP_TRIPS,
         "executor_version": executor_stablehlo_version(),
         "memory_base_bytes": MEMORY_BASE_BYTES,
         "memory_per_program_byte": MEMORY_PER_PROGRAM_BYTE,

@@ -81,6 +81,7 @@ class ProgramChecker:
         self.allowed_targets = frozenset(config["allowed_custom_call_targets"])
         self.allowed_attributes = frozenset(config["allowed_discardable_attributes"])
         self.max_value_bytes = int(config["max_value_bytes"])
+        self.max_loop_trips = int(config["max_loop_trips"])
         self._checked_types: set = set()
         self.modules = 0
         self.refusal: str | None = None
@@ -137,12 +138,24 @@ class ProgramChecker:
             self.check_attribute(operation, name, attribute_name)
         if name == "func.func" and len(operation.regions[0].blocks) == 0:
             raise Refused("the program declares an external function (a func.func without a body)")
+        if name == "stablehlo.while":
+            self.check_loop(operation)
         for result in operation.results:
             self.check_type(result.type, f"a result of {name}")
         for region in operation.regions:
             for block in region.blocks:
                 for argument in block.arguments:
                     self.check_type(argument.type, f"a block argument in {name}")
+
+    def check_loop(self, operation) -> None:
+        """A ``stablehlo.while`` runs only if its trip count is proved, and the iterations
+        of its body, times those of the loops around it, are at most ``max_loop_trips``."""
+        total = loop_iterations(operation, self.ir)
+        if total > self.max_loop_trips:
+            raise Refused(
+                f"a stablehlo.while runs its body {total} times (with the loops around it), "
+                f"more than the {self.max_loop_trips} the runtime allows"
+            )
 
     def check_attribute(self, operation, op_name: str, attribute_name: str) -> None:
         if "." in attribute_name:
@@ -218,6 +231,97 @@ class ProgramChecker:
             "arguments": described(function_type.inputs),
             "results": described(function_type.results),
         }
+
+
+def loop_iterations(operation, ir) -> int:
+    """How many times the ``stablehlo.while`` ``operation``'s body runs in one run of the
+    program: its trip count times those of the loops around it."""
+    total, enclosing = loop_trip_count(operation, ir), operation.parent
+    while enclosing is not None:
+        enclosing = enclosing.operation
+        if enclosing.name == "stablehlo.while":
+            total *= loop_trip_count(enclosing, ir)
+        enclosing = enclosing.parent
+    return total
+
+
+def loop_trip_count(operation, ir) -> int:
+    """How many times the ``stablehlo.while`` ``operation`` runs its body; ``Refused``
+    unless that is proved by its form, the one our compiler writes: a counter carried
+    from a constant start, compared ``LT`` with a constant in the condition (nothing else
+    there), and handed on as itself plus a positive constant, without overflow."""
+    condition, body = (region.blocks[0] for region in operation.regions)
+    refusal = "a stablehlo.while whose trip count the runtime cannot prove: "
+    returned = list(condition.operations)[-1].operation
+    compare = _defining(returned.operands[0], condition) if len(returned.operands) == 1 else None
+    if compare is None or compare.name != "stablehlo.compare":
+        raise Refused(refusal + "its condition is not a comparison of its own")
+    if any(op.operation.name not in _CONDITION_OPS for op in condition.operations):
+        raise Refused(refusal + "its condition computes more than a comparison")
+    direction = str(compare.attributes["comparison_direction"])
+    kind = str(compare.attributes["compare_type"]) if "compare_type" in compare.attributes else ""
+    if "LT" not in direction.split() and not direction.endswith("LT>"):
+        raise Refused(refusal + f"its condition compares {direction}, not LT")
+    if kind and "SIGNED" not in kind.replace("UNSIGNED", ""):
+        raise Refused(refusal + f"its condition compares as {kind}, not SIGNED")
+    counter = _argument_number(compare.operands[0], condition)
+    bound = _constant_integer(compare.operands[1], ir)
+    if counter is None or bound is None:
+        raise Refused(refusal + "its condition does not compare a carried value with a constant")
+    counter_type = ir.RankedTensorType(operation.operands[counter].type)
+    element = counter_type.element_type
+    if counter_type.rank != 0 or not isinstance(element, ir.IntegerType) or not element.is_signless:
+        raise Refused(refusal + f"its counter is {counter_type}, not a signless integer scalar")
+    start = _constant_integer(operation.operands[counter], ir)
+    body_return = list(body.operations)[-1].operation
+    step = _increment(body_return.operands[counter], body, counter, ir)
+    if start is None or step is None or step <= 0:
+        raise Refused(
+            refusal + "its counter does not start at a constant and grow by a positive one"
+        )
+    if bound - 1 + step > (1 << (element.width - 1)) - 1:
+        raise Refused(refusal + "its counter may overflow before it reaches its bound")
+    return 0 if start >= bound else -(-(bound - start) // step)
+
+
+_CONDITION_OPS = frozenset({"stablehlo.constant", "stablehlo.compare", "stablehlo.return"})
+
+
+def _defining(value, block):
+    """The op in ``block`` that computes ``value``, or None."""
+    owner = value.owner
+    if not hasattr(owner, "operation") or owner.operation.block != block:
+        return None
+    return owner.operation
+
+
+def _argument_number(value, block) -> int | None:
+    owner = value.owner
+    if hasattr(owner, "operation") or owner != block:
+        return None
+    return value.arg_number
+
+
+def _constant_integer(value, ir) -> int | None:
+    owner = value.owner
+    if not hasattr(owner, "operation") or owner.operation.name != "stablehlo.constant":
+        return None
+    attribute = ir.DenseIntElementsAttr(owner.operation.attributes["value"])
+    if not attribute.is_splat or ir.RankedTensorType(attribute.type).rank != 0:
+        return None
+    return ir.IntegerAttr(attribute.get_splat_value()).value
+
+
+def _increment(value, body, counter: int, ir) -> int | None:
+    """c where ``value`` is ``add(counter argument, constant c)`` in ``body``, or None."""
+    add = _defining(value, body)
+    if add is None or add.name != "stablehlo.add":
+        return None
+    first, second = add.operands
+    for argument, constant in ((first, second), (second, first)):
+        if _argument_number(argument, body) == counter:
+            return _constant_integer(constant, ir)
+    return None
 
 
 def verify(program: bytes, config: dict, ir, stablehlo) -> tuple[dict, bytes]:

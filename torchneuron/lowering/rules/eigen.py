@@ -38,6 +38,7 @@ import math
 
 import torch
 
+from ..loops import counted_loop
 from .registry import lowering_rule
 
 aten = torch.ops.aten
@@ -104,16 +105,26 @@ def _rotation(source: torch.Tensor, read, write, flat_eye) -> torch.Tensor:
     return (flat_eye + placed).reshape(*batch, size, size)
 
 
-def _sweeps(a: torch.Tensor, sweeps: int | None):
-    """The identity to accumulate rotations into ([..., n, n], n the even size of ``a``'s
-    last dimension) and every round of every sweep, in order: (read, write, flat
-    identity), the one-hot matrices made once per round (``_plans``)."""
+def _sweeps(a: torch.Tensor, sweeps: int | None, step) -> tuple[torch.Tensor, torch.Tensor]:
+    """``a`` and the accumulated rotations V (from the identity, [..., n, n], n the even
+    size of ``a``'s last dimension) after every sweep: one sweep, the rounds in order,
+    written once and run ``sweeps_for(n)`` times as a loop of the program
+    (``loops.counted_loop``). ``step(a, read, write, flat_eye)`` gives a round's
+    rotation J and the new ``a``."""
     size = a.shape[-1]
     eye = torch.eye(size, dtype=a.dtype, device=a.device)
     flat_eye = eye.reshape(size * size)
-    plans = [(read, write, flat_eye) for read, write in _plans(size, a)]
+    plans = _plans(size, a)
     count = sweeps_for(size) if sweeps is None else sweeps
-    return eye.expand(*a.shape[:-2], size, size), [p for _ in range(count) for p in plans]
+
+    def sweep(a, vectors):
+        for read, write in plans:
+            rotation, a = step(a, read, write, flat_eye)
+            vectors = vectors @ rotation
+        return a, vectors
+
+    vectors = eye.expand(*a.shape[:-2], size, size).clone()
+    return counted_loop(count, sweep, (a.clone(), vectors))
 
 
 def symmetric_eigen(
@@ -123,11 +134,11 @@ def symmetric_eigen(
     n = a.shape[-1]
     if n % 2:  # an odd n gets one decoupled index, removed at the end
         a = torch.nn.functional.pad(a, (0, 1, 0, 1))
-    vectors, rounds = _sweeps(a, sweeps)
-    for read, write, flat_eye in rounds:
+    def step(a, read, write, flat_eye):
         rotation = _rotation(a, read, write, flat_eye)
-        a = rotation.transpose(-2, -1) @ a @ rotation
-        vectors = vectors @ rotation
+        return rotation, rotation.transpose(-2, -1) @ a @ rotation
+
+    a, vectors = _sweeps(a, sweeps, step)
     values = torch.diagonal(a, dim1=-2, dim2=-1)
     if n % 2:
         values = values[..., :n]
@@ -144,13 +155,14 @@ def singular_values(a: torch.Tensor, sweeps: int | None = None):
     n = a.shape[-1]
     if n % 2:  # an odd n gets a zero column: orthogonal to all, never rotated
         a = torch.nn.functional.pad(a, (0, 1))
-    vectors, rounds = _sweeps(a, sweeps)
-    for read, write, flat_eye in rounds:
+
+    def step(a, read, write, flat_eye):
         # the Gram matrix of the current columns, recomputed every round (what
         # keeps one-sided Jacobi accurate for small singular values)
         rotation = _rotation(a.transpose(-2, -1) @ a, read, write, flat_eye)
-        a = a @ rotation
-        vectors = vectors @ rotation
+        return rotation, a @ rotation
+
+    a, vectors = _sweeps(a, sweeps, step)
     if n % 2:
         a, vectors = a[..., :n], vectors[..., :n, :n]
     values = torch.sqrt((a * a).sum(-2))
