@@ -268,3 +268,102 @@ def test_mutated_program_in_a_neff_file_is_refused_at_load(tmp_path, own_verifie
     assert read_neff(path).program == bytes(program)  # the reader does not parse programs
     with pytest.raises(NeffError, match="NEFF 'mutated': "):
         load_neff(path)
+
+
+# -- counted loops (lowering/loops.py): admitted only with a proved trip count ------------
+
+
+def loop_program(
+    trips: int = 5,
+    start: int = 0,
+    step: int = 1,
+    direction: str = "LT",
+    bound: str = "",
+    counter: str = "i32",
+    extra_condition: str = "",
+) -> str:
+    """x doubled ``trips`` times by a ``stablehlo.while`` of our compiler's form (counter
+    from ``start``, ``+ step`` per trip, compared ``direction`` with ``start + trips *
+    step``); each argument bends one part of that form."""
+    limit = bound or f"stablehlo.constant dense<{start + trips * step}> : tensor<{counter}>"
+    return f"""
+func.func @main(%x: {F32_2x2}) -> {F32_2x2} {{
+  %start = stablehlo.constant dense<{start}> : tensor<{counter}>
+  %step = stablehlo.constant dense<{step}> : tensor<{counter}>
+  %bound = {limit}
+  %r:2 = stablehlo.while(%i = %start, %v = %x) : tensor<{counter}>, {F32_2x2}
+  cond {{
+    {extra_condition}
+    %c = stablehlo.compare {direction}, %i, %bound, SIGNED : (tensor<{counter}>, tensor<{counter}>) -> tensor<i1>
+    stablehlo.return %c : tensor<i1>
+  }} do {{
+    %next = stablehlo.add %i, %step : tensor<{counter}>
+    %twice = stablehlo.add %v, %v : {F32_2x2}
+    stablehlo.return %next, %twice : tensor<{counter}>, {F32_2x2}
+  }}
+  return %r#1 : {F32_2x2}
+}}
+"""
+
+
+def test_a_counted_loop_is_verified_in_the_child_and_runs_its_trips(tmp_path, own_verifier):
+    x = np.array([[1, 2], [3, 4]], np.float32)
+    for trips, step in ((5, 1), (3, 4)):
+        path = neff_file(tmp_path, f"loop{trips}", loop_program(trips, step=step).encode())
+        (out,) = load_neff(path).execute([x])
+        np.testing.assert_array_equal(out, x * 2.0**trips)
+    assert own_verifier.requests == 2
+
+
+@pytest.mark.parametrize(
+    ("bent", "reason"),
+    [
+        ({"direction": "NE"}, "compares .*NE.*, not LT"),
+        ({"step": 0}, "does not start at a constant and grow by a positive one"),
+        ({"step": -1}, "does not start at a constant and grow by a positive one"),
+        ({"bound": "stablehlo.add %start, %step : tensor<i32>"}, "does not compare .* constant"),
+        ({"trips": 5000}, "runs its body 5000 times .* more than the 4096"),
+        (
+            {
+                "start": 2147483000,
+                "step": 1000,
+                "bound": "stablehlo.constant dense<2147483647> : tensor<i32>",
+            },
+            "its counter overflows",
+        ),
+        (
+            {"extra_condition": f"%w = stablehlo.multiply %v, %v : {F32_2x2}"},
+            "its condition computes more than a comparison",
+        ),
+    ],
+)
+def test_a_loop_whose_trip_count_is_not_proved_is_refused(tmp_path, own_verifier, bent, reason):
+    path = neff_file(tmp_path, "bent", loop_program(**bent).encode())
+    with pytest.raises(NeffError, match=reason):
+        load_neff(path)
+
+
+def test_nested_loops_count_their_trips_multiplied(own_verifier):
+    inner = loop_program(trips=100)
+    body = inner[inner.index("%start") : inner.index("  return %r#1")]
+    nested = f"""
+func.func @main(%a: {F32_2x2}) -> {F32_2x2} {{
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %c1 = stablehlo.constant dense<1> : tensor<i32>
+  %cn = stablehlo.constant dense<TRIPS> : tensor<i32>
+  %o:2 = stablehlo.while(%j = %c0, %y = %a) : tensor<i32>, {F32_2x2}
+  cond {{
+    %c = stablehlo.compare LT, %j, %cn, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %c : tensor<i1>
+  }} do {{
+    %x = stablehlo.add %y, %y : {F32_2x2}
+    {body}
+    %j1 = stablehlo.add %j, %c1 : tensor<i32>
+    stablehlo.return %j1, %r#1 : tensor<i32>, {F32_2x2}
+  }}
+  return %o#1 : {F32_2x2}
+}}
+"""
+    verifier.verified_program(portable_artifact(nested.replace("TRIPS", "40")), "NEFF 'ok'")
+    with pytest.raises(NeffError, match="runs its body 4100 times"):
+        verifier.verified_program(portable_artifact(nested.replace("TRIPS", "41")), "NEFF 'n'")

@@ -106,7 +106,11 @@ def carry_loop_inputs(gm: torch.fx.GraphModule) -> None:
         numbers = {
             i: e for i, e in enumerate(extra, len(carried)) if not isinstance(e, torch.fx.Node)
         }
-        if any(not isinstance(e.meta.get("val"), torch.Tensor) for e in extra if e not in numbers.values() and isinstance(e, torch.fx.Node)):
+        if any(
+            not isinstance(e.meta.get("val"), torch.Tensor)
+            for e in extra
+            if e not in numbers.values() and isinstance(e, torch.fx.Node)
+        ):
             raise LoweringError("a loop reads a symbolic size; loops take static shapes only")
         for child in (getattr(gm, cond.target), getattr(gm, body.target)):
             _substitute_numbers(child, numbers)
@@ -222,7 +226,9 @@ def _as_while(loop: ir.Operation, context: ir.Context) -> None:
         body = new.regions[1].blocks.append(*types)
         with ir.InsertionPoint(body):
             for argument, old, value_type in zip(body.arguments, old_arguments, value_types):
-                old.replace_all_uses_with(_cast("torch_c.from_builtin_tensor", argument, value_type))
+                old.replace_all_uses_with(
+                    _cast("torch_c.from_builtin_tensor", argument, value_type)
+                )
         anchor = list(body.operations)[-1].operation
         for op in list(block.operations)[:-1]:
             op = op.operation
@@ -254,7 +260,8 @@ def _condition_region(new, loop, terminator, condition, value_types, types, cont
     region = new.regions[0].blocks.append(*types)
     with ir.InsertionPoint(region):
         current = [
-            _cast("torch_c.from_builtin_tensor", a, t) for a, t in zip(region.arguments, value_types)
+            _cast("torch_c.from_builtin_tensor", a, t)
+            for a, t in zip(region.arguments, value_types)
         ]
         mapping: dict[ir.Value, ir.Value] = {}
         for handed, value in zip(list(terminator.operands)[1:], current):

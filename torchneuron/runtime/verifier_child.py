@@ -279,9 +279,10 @@ def loop_trip_count(operation, ir) -> int:
         raise Refused(
             refusal + "its counter does not start at a constant and grow by a positive one"
         )
-    if bound - 1 + step > (1 << (element.width - 1)) - 1:
-        raise Refused(refusal + "its counter may overflow before it reaches its bound")
-    return 0 if start >= bound else -(-(bound - start) // step)
+    trips = 0 if start >= bound else -(-(bound - start) // step)
+    if start + trips * step > (1 << (element.width - 1)) - 1:
+        raise Refused(refusal + "its counter overflows before it reaches its bound")
+    return trips
 
 
 _CONDITION_OPS = frozenset({"stablehlo.constant", "stablehlo.compare", "stablehlo.return"})
