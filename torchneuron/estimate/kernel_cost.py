@@ -9,6 +9,10 @@ else streamed through its engine), on-chip layout copies, and reductions whose
 rows spill an SBUF partition. ``finish_kernel`` turns the accumulated work into
 the scheduler's ``Kernel`` (DMA time at the core's bandwidth, dependencies,
 primary engine, SBUF held).
+
+A loop (``stablehlo.while``) costs nothing here: its body's kernels read the carried
+values from HBM and write them back at every trip, and the cost model adds the
+body's schedule, times the trip count, to the loop's kernel (``cost_model``).
 """
 
 from __future__ import annotations
@@ -140,9 +144,7 @@ def _node_engine_seconds(chip, lnc, node: NodeView) -> tuple[float, list[str]]:
         updates = node.operand_infos[-1].elements if node.operand_infos else out_elements
         return streaming_seconds(chip, lnc, engine, updates, _widest_dtype(node)), []
     notes = []
-    if node.kind == engines.CONTROL:
-        notes.append(f"{node.name}: body not costed (one pass over its results)")
-    elif node.kind == engines.IRREGULAR and node.name not in (
+    if node.kind == engines.IRREGULAR and node.name not in (
         "stablehlo.gather",
         "stablehlo.iota",
         "stablehlo.rng",
@@ -209,6 +211,8 @@ def cost_kernels(chip, lnc, flow, views, kernels, island) -> list[KernelWork]:
                 flow.info,
             )
         for node in builder.nodes:
+            if node.kind == engines.LOOP:
+                continue  # the loop's body writes its results (cost_model)
             escapes = node.returned or any(kernels[u] != builder.id for u in node.users)
             if escapes:
                 for number, info in enumerate(node.results):
@@ -233,6 +237,8 @@ def _island_passes(views, kernels, island) -> dict[int, list[int]]:
 
 
 def _cost_node(chip, lnc, builder, node, members, views, island, island_passes, info_of) -> None:
+    if node.kind == engines.LOOP:
+        return  # the loop's body reads the carried values at every trip (cost_model)
     # HBM reads of values made outside this kernel (arguments, other kernels, constants).
     for number, (ref, info) in enumerate(zip(node.operands, node.operand_infos)):
         producer = ref[0]
@@ -409,6 +415,8 @@ def _streaming_sbuf_bytes(chip, lnc, builder: KernelWork) -> int:
     tile = chip.sbuf_partitions * STREAM_TILE_FREE_ELEMENTS
     total = 0
     for node in builder.nodes:
+        if node.kind == engines.LOOP:
+            continue  # the cost model sets a loop's SBUF from its body's kernels
         for info in node.results:
             if node.kind == engines.REDUCTION and node.operand_infos:
                 # A reduction holds whole rows of its input.

@@ -14,6 +14,11 @@ that lane is free (not before the kernel starts); it ends when its slowest part 
 Independent kernels on different engines therefore overlap, while the DMA lane
 serialises everyone's HBM traffic, so total bytes / bandwidth bounds the latency.
 
+A loop's kernel (``span_s`` > 0: its trips times its body's own schedule, from the
+cost model) is a barrier: it starts when its producers have ended and every lane is
+free, and holds every lane until it ends. Its body's kernels run on the engines in
+their own order at every trip, so nothing else overlaps them.
+
 ``Schedule`` is what the compiler stores as ``sg00/schedule.json`` and what the
 profiler and ``neuronc inspect`` read back.
 """
@@ -73,6 +78,9 @@ class Kernel:
     # Fixed latency before the kernel's first bytes arrive; it delays this kernel but
     # does not occupy the DMA lane (other kernels' transfers proceed meanwhile).
     dma_latency_s: float = 0.0
+    # A loop's kernel: how long its trips take (trips x its body's makespan). Not stored
+    # in the schedule's JSON, whose start, end and lanes already show it.
+    span_s: float = 0.0
     deps: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     start_s: float = 0.0
@@ -87,7 +95,8 @@ class Kernel:
     @property
     def work_seconds(self) -> float:
         """The kernel's length when nothing else competes for its resources."""
-        return max([self.dma_latency_s + self.dma_seconds, *self.engine_seconds.values()])
+        resources = [self.dma_latency_s + self.dma_seconds, *self.engine_seconds.values()]
+        return max([self.span_s, *resources])
 
     @property
     def bound(self) -> str:
@@ -200,6 +209,40 @@ def _topological_order(kernels: list[Kernel]) -> list[int]:
     return order
 
 
+def _place(kernel: Kernel, producers_done: float, lane_free: dict[str, float]) -> None:
+    """Start ``kernel`` once its producers and its primary engine are done; each other
+    lane it uses from when that lane is free (module docstring)."""
+    start = max(producers_done, lane_free[kernel.engine])
+    end = start + kernel.work_seconds
+    lanes: dict[str, tuple[float, float]] = {}
+    for lane in COMPUTE_ENGINES:
+        busy = kernel.engine_seconds.get(lane, 0.0)
+        if lane == kernel.engine or busy <= 0.0:
+            continue
+        lane_start = max(start, lane_free[lane])
+        lanes[lane] = (lane_start, lane_start + busy)
+        lane_free[lane] = lane_start + busy
+        end = max(end, lane_start + busy)
+    if kernel.dma_seconds > 0.0:
+        dma_start = max(start + kernel.dma_latency_s, lane_free[DMA_ENGINE])
+        lanes[DMA_ENGINE] = (dma_start, dma_start + kernel.dma_seconds)
+        lane_free[DMA_ENGINE] = dma_start + kernel.dma_seconds
+        end = max(end, dma_start + kernel.dma_seconds)
+    if kernel.engine != DMA_ENGINE:
+        lanes[kernel.engine] = (start, end)
+    lane_free[kernel.engine] = max(lane_free[kernel.engine], end)
+    kernel.start_s, kernel.end_s, kernel.lanes = start, end, lanes
+
+
+def _place_barrier(kernel: Kernel, producers_done: float, lane_free: dict[str, float]) -> None:
+    """A loop: start once its producers are done and every lane is free; hold every lane."""
+    start = max(producers_done, *lane_free.values())
+    end = start + kernel.work_seconds
+    kernel.start_s, kernel.end_s = start, end
+    kernel.lanes = dict.fromkeys(ENGINES, (start, end))
+    lane_free.update(dict.fromkeys(ENGINES, end))
+
+
 def list_schedule(kernels: list[Kernel]) -> float:
     """Place every kernel in time (sets start/end/lanes); returns the latency in seconds."""
     if not kernels:
@@ -223,27 +266,9 @@ def list_schedule(kernels: list[Kernel]) -> float:
         _, _, i = heapq.heappop(ready)
         kernel = kernels[i]
         producers_done = max((kernels[position[d]].end_s for d in kernel.deps), default=0.0)
-        start = max(producers_done, lane_free[kernel.engine])
-        end = start + kernel.work_seconds
-        lanes: dict[str, tuple[float, float]] = {}
-        for lane in COMPUTE_ENGINES:
-            busy = kernel.engine_seconds.get(lane, 0.0)
-            if lane == kernel.engine or busy <= 0.0:
-                continue
-            lane_start = max(start, lane_free[lane])
-            lanes[lane] = (lane_start, lane_start + busy)
-            lane_free[lane] = lane_start + busy
-            end = max(end, lane_start + busy)
-        if kernel.dma_seconds > 0.0:
-            dma_start = max(start + kernel.dma_latency_s, lane_free[DMA_ENGINE])
-            lanes[DMA_ENGINE] = (dma_start, dma_start + kernel.dma_seconds)
-            lane_free[DMA_ENGINE] = dma_start + kernel.dma_seconds
-            end = max(end, dma_start + kernel.dma_seconds)
-        if kernel.engine != DMA_ENGINE:
-            lanes[kernel.engine] = (start, end)
-        lane_free[kernel.engine] = max(lane_free[kernel.engine], end)
-        kernel.start_s, kernel.end_s, kernel.lanes = start, end, lanes
-        latency = max(latency, end)
+        place = _place_barrier if kernel.span_s > 0.0 else _place
+        place(kernel, producers_done, lane_free)
+        latency = max(latency, kernel.end_s)
         for user in users[i]:
             waiting[user] -= 1
             if waiting[user] == 0:

@@ -1,11 +1,14 @@
 """assign-engines: name the NeuronCore engine that runs each operation, as attributes.
 
-Requires: fuse-kernels (every non-constant top-level op has ``neuron.kernel``; the
-pass groups the ops itself when they have none). Guarantees: every top-level op
-but constants carries ``neuron.engine = "<engine>"`` (TensorE, VectorE, ScalarE,
+Requires: fuse-kernels (every non-constant op of a block has ``neuron.kernel``; the
+pass groups a block's ops itself when they have none). Guarantees: every top-level
+op, and every op of the body of every ``stablehlo.while`` (nested ones included),
+but constants, carries ``neuron.engine = "<engine>"`` (TensorE, VectorE, ScalarE,
 GpSimd or DMA; see ``torchneuron.target.engines``), and ops evaluated together as
-one ScalarE activation carry ``neuron.activation = N : i64``. Attributes only: the
-program's meaning is unchanged.
+one ScalarE activation carry ``neuron.activation = N : i64`` (island ids are local
+to their block, like kernel ids). The loop itself carries its kind's engine,
+GpSimd: a label, since the cost model schedules a loop as a barrier over every
+engine. Attributes only: the program's meaning is unchanged.
 
 Engines come from the op table (matmuls -> TensorE, arithmetic and reductions ->
 VectorE, transcendentals -> ScalarE, gathers/sorts/iotas -> GpSimd, layout changes
@@ -27,7 +30,7 @@ from dataclasses import dataclass
 from torch_mlir import ir
 
 from torchneuron.passes.context import PassContext
-from torchneuron.passes.dataflow import ARGUMENT, Dataflow, ValueRef, functions_of
+from torchneuron.passes.dataflow import ARGUMENT, Dataflow, ValueRef, functions_of, loop_flows
 from torchneuron.passes.fuse_kernels import plan_kernels, read_kernels
 from torchneuron.passes.registry import Pass, register_pass
 from torchneuron.target import engines
@@ -154,20 +157,24 @@ class AssignEngines(Pass):
     def run(self, module: ir.Module, ctx: PassContext) -> None:
         i64 = ir.IntegerType.get_signless(64)
         for function in functions_of(module):
-            flow = Dataflow.of_function(function)
-            kernels = read_kernels(flow)
-            if kernels is None:
-                kernels = plan_kernels(flow)
-            engine_of, island = assign_engines(flow, kernels)
-            for node, engine, island_id in zip(flow.nodes, engine_of, island):
-                attributes = node.op.attributes
-                for stale in (ENGINE_ATTR, ACTIVATION_ATTR):
-                    if stale in attributes:
-                        del attributes[stale]
-                if engine is None:
-                    continue
-                attributes[ENGINE_ATTR] = ir.StringAttr.get(engine)
-                ctx.count(f"op-on-{engine}")
-                if island_id is not None:
-                    attributes[ACTIVATION_ATTR] = ir.IntegerAttr.get(i64, island_id)
-            ctx.count("activation-island", len({i for i in island if i is not None}))
+            for flow in loop_flows(function):
+                self._annotate(flow, ctx, i64)
+
+    @staticmethod
+    def _annotate(flow: Dataflow, ctx: PassContext, i64: ir.Type) -> None:
+        kernels = read_kernels(flow)
+        if kernels is None:
+            kernels = plan_kernels(flow)
+        engine_of, island = assign_engines(flow, kernels)
+        for node, engine, island_id in zip(flow.nodes, engine_of, island):
+            attributes = node.op.attributes
+            for stale in (ENGINE_ATTR, ACTIVATION_ATTR):
+                if stale in attributes:
+                    del attributes[stale]
+            if engine is None:
+                continue
+            attributes[ENGINE_ATTR] = ir.StringAttr.get(engine)
+            ctx.count(f"op-on-{engine}")
+            if island_id is not None:
+                attributes[ACTIVATION_ATTR] = ir.IntegerAttr.get(i64, island_id)
+        ctx.count("activation-island", len({i for i in island if i is not None}))

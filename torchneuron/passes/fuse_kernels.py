@@ -1,17 +1,22 @@
 """fuse-kernels: group operations into the kernels a NeuronCore would run, as attributes.
 
 Requires: StableHLO in ``func.func`` bodies. Guarantees: the program is unchanged
-except that every top-level operation of every function, constants excepted, carries
+except that every top-level operation of every function, and every operation of the
+body of every ``stablehlo.while`` (nested ones included), constants excepted, carries
 ``neuron.kernel = N : i64``, the index of its kernel (0, 1, ... in program order of
-the kernels' first operations). Values produced and consumed inside one kernel stay
-in SBUF; only values that leave a kernel (used by another kernel or returned) go
-through HBM. The attributes are discardable: the program computes exactly what it
-computed before (the compiler strips them before serialising the program).
+the kernels' first operations) among the kernels of its own block: a loop body is
+grouped like a function whose arguments are the carried values, and the loop itself
+is a kernel of its enclosing block with no other op in it. Values produced and
+consumed inside one kernel stay in SBUF; only values that leave a kernel (used by
+another kernel, returned, or carried to the next trip) go through HBM. The attributes
+are discardable: the program computes exactly what it computed before (the compiler
+strips them, nested ones included, before serialising the program). A loop's
+condition region is not annotated (the cost model does not cost it).
 
 Grouping, in one sweep over the operations in program order:
 
-- matmuls (dot_general, convolution) and irregular ops (gather, scatter, sort,
-  iota, rng, custom calls, control flow) start a kernel of their own;
+- matmuls (dot_general, convolution), irregular ops (gather, scatter, sort, iota,
+  rng, custom calls) and control flow (loops included) start a kernel of their own;
 - an element-wise, reduction, data-movement or view op joins the kernel of one of
   its operands' producers (a matmul, element-wise or reduction kernel): a matmul's
   epilogue (bias, activation, residual add), element-wise chains, and reduction
@@ -22,7 +27,9 @@ Grouping, in one sweep over the operations in program order:
 - a view or data-movement op used by one op only (a transposed weight, a broadcast
   bias, a reshape between two ops) joins its consumer's kernel: it becomes the
   access pattern of a load or store of that kernel; so does an op of constants
-  only (``rsqrt(2.0)``) used once;
+  only (``rsqrt(2.0)``) used once; but not when that consumer is a loop or other
+  control flow: its body reads the value from HBM at every trip, so the op runs in
+  a kernel of its own that writes it there;
 - constants belong to no kernel (splats are immediates; other constants are read
   by the kernels that use them).
 
@@ -40,7 +47,14 @@ from dataclasses import dataclass
 from torch_mlir import ir
 
 from torchneuron.passes.context import PassContext
-from torchneuron.passes.dataflow import ARGUMENT, Dataflow, Node, ValueRef, functions_of
+from torchneuron.passes.dataflow import (
+    ARGUMENT,
+    Dataflow,
+    Node,
+    ValueRef,
+    functions_of,
+    loop_flows,
+)
 from torchneuron.passes.registry import Pass, register_pass
 from torchneuron.target import engines
 
@@ -57,6 +71,8 @@ _ACCEPTING_KINDS = frozenset(
     ]
 )
 _LAYOUT_KINDS = frozenset([engines.DATA_MOVEMENT, engines.VIEW])
+# Kinds whose work is in their regions: no op becomes part of their kernel.
+_REGION_KINDS = frozenset([engines.LOOP, engines.CONTROL])
 
 
 def plan_kernels(flow: Dataflow, fuse: bool = True) -> list[int | None]:
@@ -114,7 +130,11 @@ def plan_kernels(flow: Dataflow, fuse: bool = True) -> list[int | None]:
     for node in nodes:
         if node.kind == engines.CONSTANT:
             continue
-        single_use = len(node.users) == 1 and not node.returned
+        single_use = (
+            len(node.users) == 1
+            and not node.returned
+            and nodes[node.users[0]].kind not in _REGION_KINDS
+        )
         if (
             fuse
             and single_use
@@ -212,14 +232,14 @@ class FuseKernels(Pass):
     def run(self, module: ir.Module, ctx: PassContext) -> None:
         i64 = ir.IntegerType.get_signless(64)
         for function in functions_of(module):
-            flow = Dataflow.of_function(function)
-            kernels = plan_kernels(flow, fuse=self.fuse)
-            for node, kernel in zip(flow.nodes, kernels):
-                if kernel is None:
-                    if KERNEL_ATTR in node.op.attributes:
-                        del node.op.attributes[KERNEL_ATTR]
-                    continue
-                node.op.attributes[KERNEL_ATTR] = ir.IntegerAttr.get(i64, kernel)
-            count = len({k for k in kernels if k is not None})
-            ctx.count("kernel", count)
-            ctx.count("fused-op", sum(k is not None for k in kernels) - count)
+            for flow in loop_flows(function):
+                kernels = plan_kernels(flow, fuse=self.fuse)
+                for node, kernel in zip(flow.nodes, kernels):
+                    if kernel is None:
+                        if KERNEL_ATTR in node.op.attributes:
+                            del node.op.attributes[KERNEL_ATTR]
+                        continue
+                    node.op.attributes[KERNEL_ATTR] = ir.IntegerAttr.get(i64, kernel)
+                count = len({k for k in kernels if k is not None})
+                ctx.count("kernel", count)
+                ctx.count("fused-op", sum(k is not None for k in kernels) - count)

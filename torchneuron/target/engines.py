@@ -40,7 +40,9 @@ REDUCTION = "reduction"
 DATA_MOVEMENT = "data-movement"  # a copy in another layout: DMA access patterns
 VIEW = "view"  # no data moves at all (same bytes, new type)
 IRREGULAR = "irregular"
-CONTROL = "control"  # control flow and calls: bodies are not costed
+# A counted loop: priced as its body's schedule times its trip count (the cost model).
+LOOP = "loop"
+CONTROL = "control"  # other control flow and calls: the cost model refuses them
 CONSTANT = "constant"
 
 KIND_ENGINE = {
@@ -51,6 +53,9 @@ KIND_ENGINE = {
     DATA_MOVEMENT: DMA_ENGINE,
     VIEW: DMA_ENGINE,
     IRREGULAR: GPSIMD_ENGINE,
+    # A loop's own engine is a label: the cost model schedules it as a barrier over
+    # every lane, for as long as its trips take.
+    LOOP: GPSIMD_ENGINE,
     CONTROL: GPSIMD_ENGINE,
 }
 
@@ -102,7 +107,8 @@ OP_KINDS: dict[str, str] = {
         "select_and_scatter custom_call fft cholesky triangular_solve infeed outfeed "
         "uniform_quantize uniform_dequantize",
     ),
-    **_table(CONTROL, "while case if composite"),
+    **_table(LOOP, "while"),
+    **_table(CONTROL, "case if composite"),
     "func.call": CONTROL,
     "stablehlo.constant": CONSTANT,
     "arith.constant": CONSTANT,

@@ -123,8 +123,10 @@ def _sweeps(a: torch.Tensor, sweeps: int | None, step) -> tuple[torch.Tensor, to
             vectors = vectors @ rotation
         return a, vectors
 
-    vectors = eye.expand(*a.shape[:-2], size, size).clone()
-    return counted_loop(count, sweep, (a.clone(), vectors))
+    # the loop's values keep one layout from trip to trip: row-major, as the sweep makes them
+    contiguous = torch.contiguous_format
+    vectors = eye.expand(*a.shape[:-2], size, size).clone(memory_format=contiguous)
+    return counted_loop(count, sweep, (a.clone(memory_format=contiguous), vectors))
 
 
 def symmetric_eigen(
