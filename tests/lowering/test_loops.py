@@ -93,3 +93,9 @@ func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {
     proved = compile_artifact(unproved.replace("NE,", "LT,"), "stablehlo", where="loop.mlir")
     (out,) = load_neff(proved.neff).execute([np.array([1.0, -2.0], np.float32)])
     np.testing.assert_array_equal(out, np.array([128.0, -256.0], np.float32))
+
+
+def test_a_loop_run_outside_a_trace_runs_its_body_in_python():
+    # a rule called on tensors directly (a CPU reference, a test) needs no compiler
+    x = torch.tensor([1.0, -3.0])
+    assert torch.equal(counted_loop(3, lambda v: (v * 2,), (x,))[0], x * 8)

@@ -84,9 +84,10 @@ def estimate(
     """Estimate ``module``'s ``@main`` on one logical core of ``chip`` ("trn2", "trn3").
 
     ``lnc`` defaults to the chip's default logical core size. Kernels and engines come
-    from the ``neuron.kernel``/``neuron.engine`` attributes when every op has them;
-    otherwise ``fuse-kernels`` (``fuse=False``: one op per kernel) and
-    ``assign-engines`` run on a copy. Arguments marked ``neuron.weight`` count as
+    from the ``neuron.kernel``/``neuron.engine`` attributes when every op of a block
+    (@main's body, each loop's body) has them; otherwise the ``fuse-kernels``
+    (``fuse=False``: one op per kernel) and ``assign-engines`` plans are made for that
+    block, without changing the module. Arguments marked ``neuron.weight`` count as
     weights; ``weight_names`` (argument number -> name) adds others.
     """
     chip = hardware.chip(chip) if isinstance(chip, str) else chip
@@ -132,7 +133,9 @@ class _BlockEstimate:
     loops: dict[int, _BlockEstimate] = field(default_factory=dict)  # loop node -> its body
 
 
-def _estimate_block(chip, lnc, flow: Dataflow, fuse: bool, where: str) -> _BlockEstimate:
+def _estimate_block(
+    chip: ChipSpec, lnc: int, flow: Dataflow, fuse: bool, where: str
+) -> _BlockEstimate:
     """Cost and schedule ``flow``'s kernels, each loop's kernel priced from its body."""
     for node in flow.nodes:
         if node.kind == engines.CONTROL:

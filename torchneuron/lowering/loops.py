@@ -49,8 +49,14 @@ def counted_loop(count: int, body, values: tuple[torch.Tensor, ...]) -> tuple[to
     returning new values of the same shapes and dtypes), as one loop in the program."""
     from torch._higher_order_ops.while_loop import while_loop
 
+    from torch.fx.experimental.proxy_tensor import get_proxy_mode
+
     if count <= 0:
         return tuple(values)
+    if get_proxy_mode() is None:  # not traced (a rule run on tensors directly): just run it
+        for _ in range(count):
+            values = tuple(body(*values))
+        return values
     first = values[0]
     counter = torch.zeros((), dtype=torch.int32, device=first.device)
 

@@ -69,7 +69,8 @@ def tensor_info(value_type: ir.Type) -> TensorInfo:
 
 @dataclass
 class Node:
-    """One top-level operation of a function body."""
+    """One operation of a block (a function's or a loop's body), or a constant the block
+    uses from outside it."""
 
     index: int
     op: ir.Operation
@@ -78,7 +79,7 @@ class Node:
     operands: list[ValueRef]
     results: list[TensorInfo]
     users: list[int] = field(default_factory=list)  # node indices, in order, no repeats
-    returned: bool = False  # a result is returned by the function
+    returned: bool = False  # a result is returned by the block (or handed to the next trip)
     splat: bool = False  # a constant whose elements are all equal
 
 

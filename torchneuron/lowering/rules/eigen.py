@@ -136,6 +136,7 @@ def symmetric_eigen(
     n = a.shape[-1]
     if n % 2:  # an odd n gets one decoupled index, removed at the end
         a = torch.nn.functional.pad(a, (0, 1, 0, 1))
+
     def step(a, read, write, flat_eye):
         rotation = _rotation(a, read, write, flat_eye)
         return rotation, rotation.transpose(-2, -1) @ a @ rotation

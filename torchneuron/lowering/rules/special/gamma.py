@@ -9,6 +9,7 @@ from fractions import Fraction
 
 import torch
 
+from ...loops import counted_loop
 from ..registry import lowering_rule
 from .common import aten, elementwise, horner, nan_like, sin_pi, tan_pi
 
@@ -142,18 +143,21 @@ def polygamma(n, self):
 
 # Regularized incomplete gamma: the power series of P(a, x) where x <= a or x <= 1, the
 # continued fraction of Q(a, x) (evaluated by the modified Lentz method) elsewhere; both
-# unrolled to a fixed number of terms, ample for arguments up to a few hundred.
+# to a fixed number of terms, ample for arguments up to a few hundred, each a loop of the
+# program (``loops.counted_loop``).
 _GAMMA_SERIES_TERMS = 96
 _GAMMA_FRACTION_TERMS = 64
 _TINY = 1e-30
 
 
 def _lower_gamma_series(a, x):
-    term = torch.ones_like(x)
-    total = torch.ones_like(x)
-    for n in range(1, _GAMMA_SERIES_TERMS):
+    def add_term(n, term, total):
         term = term * x / (a + n)
-        total = total + term
+        return n + 1, term, total + term
+
+    one = torch.ones((), dtype=x.dtype, device=x.device)
+    start = (one, torch.ones_like(x), torch.ones_like(x))
+    _, _, total = counted_loop(_GAMMA_SERIES_TERMS - 1, add_term, start)
     log_prefactor = a * torch.log(x) - x - _lgamma(a + 1)
     return torch.exp(log_prefactor) * total
 
@@ -162,16 +166,18 @@ def _upper_gamma_fraction(a, x):
     def guarded(v):
         return torch.where(torch.abs(v) < _TINY, torch.full_like(v, _TINY), v)
 
-    b = x + 1 - a
-    c = torch.full_like(x, 1 / _TINY)
-    d = 1 / guarded(b)
-    h = d
-    for i in range(1, _GAMMA_FRACTION_TERMS):
+    def next_convergent(i, b, c, d, h):
         an = -i * (i - a)
         b = b + 2
         d = 1 / guarded(an * d + b)
         c = guarded(b + an / c)
-        h = h * d * c
+        return i + 1, b, c, d, h * d * c
+
+    b = x + 1 - a
+    d = 1 / guarded(b)
+    one = torch.ones((), dtype=x.dtype, device=x.device)
+    start = (one, b, torch.full_like(x, 1 / _TINY), d, d.clone())
+    *_, h = counted_loop(_GAMMA_FRACTION_TERMS - 1, next_convergent, start)
     log_prefactor = a * torch.log(x) - x - _lgamma(a)
     return torch.exp(log_prefactor) * h
 
