@@ -48,7 +48,6 @@ def counted_loop(count: int, body, values: tuple[torch.Tensor, ...]) -> tuple[to
     """``values`` after ``count`` applications of ``body`` (a function of the values
     returning new values of the same shapes and dtypes), as one loop in the program."""
     from torch._higher_order_ops.while_loop import while_loop
-
     from torch.fx.experimental.proxy_tensor import get_proxy_mode
 
     if count <= 0:
