@@ -45,24 +45,35 @@ def test_a_counted_loop_runs_its_body_count_times_and_holds_it_once(count):
     assert len(re.findall(r"stablehlo\.dot_general", program)) == 1
 
 
-def test_a_loop_reads_the_tensors_and_sizes_its_body_closes_over():
-    # closures become the while_loop's additional inputs: carried through unchanged
+def test_a_loop_reads_its_constants_and_sizes_of_the_graph_around_it():
+    # constants are the while_loop's additional inputs: carried through unchanged
     x, bias = torch.randn(3, 5), torch.randn(5)
 
     def program(x, bias):
         shift = bias * 2  # computed before the loop, read inside it
         scale = torch.full((), 0.75)
 
-        def body(v):
+        def body(v, scale, shift):
             return (v * scale + shift[: v.shape[-1]],)
 
-        return counted_loop(4, body, (x,))[0]
+        return counted_loop(4, body, (x,), (scale, shift))[0]
 
     (got,), _ = _compiled(program, x, bias)
     want = x
     for _ in range(4):
         want = want * 0.75 + bias * 2
     torch.testing.assert_close(got, want)
+
+
+def test_a_tensor_the_body_reads_without_being_given_it_is_refused():
+    x = torch.randn(3)
+
+    def program(x):
+        shift = x * 2  # read by the body, not passed as a constant
+        return counted_loop(2, lambda v: (v + shift,), (x,))[0]
+
+    with pytest.raises(LoweringError, match="reads a tensor of the graph around it"):
+        _compiled(program, x)
 
 
 def test_a_count_of_zero_is_no_loop():

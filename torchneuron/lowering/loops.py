@@ -44,29 +44,36 @@ from .errors import LoweringError
 WHILE_LOOP = torch.ops.higher_order.while_loop
 
 
-def counted_loop(count: int, body, values: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
-    """``values`` after ``count`` applications of ``body`` (a function of the values
-    returning new values of the same shapes and dtypes), as one loop in the program."""
-    from torch._higher_order_ops.while_loop import while_loop
+def counted_loop(
+    count: int, body, values: tuple[torch.Tensor, ...], constants: tuple[torch.Tensor, ...] = ()
+) -> tuple[torch.Tensor, ...]:
+    """``values`` after ``count`` applications of ``body``, as one loop in the program.
+
+    ``body(*values, *constants)`` returns new values of the same shapes and dtypes.
+    Every tensor the body reads that is not a value must be in ``constants``: traced, a
+    tensor it reads otherwise would be a constant of the trace, and the compiler refuses
+    it (``carry_loop_inputs``). The loop is PyTorch's ``while_loop`` operator, called
+    directly (its Python wrapper would compile every loop with Dynamo first)."""
+    from torch._higher_order_ops.while_loop import while_loop_op
     from torch.fx.experimental.proxy_tensor import get_proxy_mode
 
     if count <= 0:
         return tuple(values)
     if get_proxy_mode() is None:  # not traced (a rule run on tensors directly): just run it
         for _ in range(count):
-            values = tuple(body(*values))
+            values = tuple(body(*values, *constants))
         return values
-    first = values[0]
-    counter = torch.zeros((), dtype=torch.int32, device=first.device)
+    counter = torch.zeros((), dtype=torch.int32, device=values[0].device)
+    size = len(values)
 
     def condition(step, *_):
         return step < count
 
     def step_body(step, *carried):
-        return (step + 1, *body(*carried))
+        return (step + 1, *body(*carried[:size], *carried[size:]))
 
     with _shape_environment(values):
-        _, *results = while_loop(condition, step_body, (counter, *values))
+        _, *results = while_loop_op(condition, step_body, (counter, *values), tuple(constants))
     return tuple(results)
 
 
@@ -101,6 +108,7 @@ def carry_loop_inputs(gm: torch.fx.GraphModule) -> None:
     for child in gm.children():
         if isinstance(child, torch.fx.GraphModule):
             carry_loop_inputs(child)
+    _refuse_traced_constants(gm)
     changed = False
     for node in gm.graph.nodes:
         if node.target is not WHILE_LOOP:
@@ -128,6 +136,19 @@ def carry_loop_inputs(gm: torch.fx.GraphModule) -> None:
         changed = True
     if changed:
         gm.recompile()
+
+
+def _refuse_traced_constants(gm: torch.fx.GraphModule) -> None:
+    """A loop's body or condition that read a tensor of the enclosing trace without being
+    given it holds that tensor as a constant: a fake tensor, with no data."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    for node in gm.graph.nodes:
+        if node.op == "get_attr" and isinstance(getattr(gm, node.target, None), FakeTensor):
+            raise LoweringError(
+                f"a loop's body reads a tensor of the graph around it ({node.target}) that the "
+                "loop was not given; pass it in counted_loop's constants"
+            )
 
 
 def _substitute_numbers(graph_module: torch.fx.GraphModule, numbers: dict[int, object]) -> None:

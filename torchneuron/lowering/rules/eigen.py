@@ -1,4 +1,4 @@
-"""Symmetric eigendecomposition and SVD by parallel Jacobi sweeps, unrolled.
+"""Symmetric eigendecomposition and SVD by parallel Jacobi sweeps, one sweep a loop body.
 
 Also ``_linalg_svd`` (``linalg.svd``, ``svdvals``, ``cond``, ``matrix_rank``, the
 nuclear norm, the low-rank SVDs) by one-sided Jacobi (Hestenes): the columns of A are
@@ -19,8 +19,8 @@ rotations that zero the paired off-diagonal entries: A <- J^T A J, V <- V J, wit
 product of the rotations (they act on disjoint planes, so J is one orthogonal matrix).
 Rotations are the classic stable ones (theta = (a_qq - a_pp) / 2 a_pq, t = sign(theta) /
 (|theta| + sqrt(theta^2 + 1)), c = 1 / sqrt(t^2 + 1), s = t c). Cyclic Jacobi converges
-quadratically once the off-diagonal part is small; ``sweeps_for(n)`` sweeps are unrolled (a
-program has no data-dependent loop), enough for float32 on the matrices tested
+quadratically once the off-diagonal part is small; ``sweeps_for(n)`` sweeps run (a fixed
+count: a program has no data-dependent loop), enough for float32 on the matrices tested
 (``tests/lowering/test_eigen.py``: eigenvalues within 1e-5 relative of LAPACK's,
 ``A V = V diag(w)`` within 1e-5 of ||A||, V orthogonal within 1e-5, repeated and
 clustered eigenvalues included).
@@ -44,9 +44,9 @@ from .registry import lowering_rule
 aten = torch.ops.aten
 
 _DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-# Largest matrix dimension: the unrolled program grows as n^2 log n rotations' worth of
-# ops (a first call of eigh traced and compiled in 3.9 s at n = 5 and 9.5 s at n = 16;
-# n = 32 is correct too, but ~30 s).
+# Largest matrix dimension: the program holds one sweep (n - 1 rounds of rotations) in a
+# loop of ``sweeps_for(n)`` trips (``loops.counted_loop``; unrolled, a first call of eigh
+# traced and compiled in 3.9 s at n = 5 and 9.5 s at n = 16, n = 32 ~30 s).
 EIGH_LIMIT = 16
 
 
@@ -63,7 +63,7 @@ def _rounds(n: int) -> list[tuple[list[int], list[int]]]:
 
 
 def sweeps_for(n: int) -> int:
-    """Sweeps unrolled for an n x n matrix, measured on float32 up to n = 32: random
+    """Sweeps run for an n x n matrix, measured on float32 up to n = 32: random
     spectra converge in 6, but a spectrum of two eigenvalues of multiplicity n / 2 left
     residuals of 2e-5 ||A|| at n = 16 after 7 sweeps and 4.5e-6 after 8; up to n = 8,
     6 sweeps leave every tested spectrum at ~1e-6."""
@@ -114,11 +114,11 @@ def _sweeps(a: torch.Tensor, sweeps: int | None, step) -> tuple[torch.Tensor, to
     size = a.shape[-1]
     eye = torch.eye(size, dtype=a.dtype, device=a.device)
     flat_eye = eye.reshape(size * size)
-    plans = _plans(size, a)
+    plans = [matrix for plan in _plans(size, a) for matrix in plan]
     count = sweeps_for(size) if sweeps is None else sweeps
 
-    def sweep(a, vectors):
-        for read, write in plans:
+    def sweep(a, vectors, flat_eye, *plans):
+        for read, write in zip(plans[::2], plans[1::2]):
             rotation, a = step(a, read, write, flat_eye)
             vectors = vectors @ rotation
         return a, vectors
@@ -126,7 +126,8 @@ def _sweeps(a: torch.Tensor, sweeps: int | None, step) -> tuple[torch.Tensor, to
     # the loop's values keep one layout from trip to trip: row-major, as the sweep makes them
     contiguous = torch.contiguous_format
     vectors = eye.expand(*a.shape[:-2], size, size).clone(memory_format=contiguous)
-    return counted_loop(count, sweep, (a.clone(memory_format=contiguous), vectors))
+    values = (a.clone(memory_format=contiguous), vectors)
+    return counted_loop(count, sweep, values, (flat_eye, *plans))
 
 
 def symmetric_eigen(

@@ -151,13 +151,13 @@ _TINY = 1e-30
 
 
 def _lower_gamma_series(a, x):
-    def add_term(n, term, total):
+    def add_term(n, term, total, a, x):
         term = term * x / (a + n)
         return n + 1, term, total + term
 
     one = torch.ones((), dtype=x.dtype, device=x.device)
     start = (one, torch.ones_like(x), torch.ones_like(x))
-    _, _, total = counted_loop(_GAMMA_SERIES_TERMS - 1, add_term, start)
+    _, _, total = counted_loop(_GAMMA_SERIES_TERMS - 1, add_term, start, (a, x))
     log_prefactor = a * torch.log(x) - x - _lgamma(a + 1)
     return torch.exp(log_prefactor) * total
 
@@ -166,7 +166,7 @@ def _upper_gamma_fraction(a, x):
     def guarded(v):
         return torch.where(torch.abs(v) < _TINY, torch.full_like(v, _TINY), v)
 
-    def next_convergent(i, b, c, d, h):
+    def next_convergent(i, b, c, d, h, a):
         an = -i * (i - a)
         b = b + 2
         d = 1 / guarded(an * d + b)
@@ -177,7 +177,7 @@ def _upper_gamma_fraction(a, x):
     d = 1 / guarded(b)
     one = torch.ones((), dtype=x.dtype, device=x.device)
     start = (one, b, torch.full_like(x, 1 / _TINY), d, d.clone())
-    *_, h = counted_loop(_GAMMA_FRACTION_TERMS - 1, next_convergent, start)
+    *_, h = counted_loop(_GAMMA_FRACTION_TERMS - 1, next_convergent, start, (a,))
     log_prefactor = a * torch.log(x) - x - _lgamma(a)
     return torch.exp(log_prefactor) * h
 
