@@ -196,7 +196,7 @@ def check_allowed_ops(module: ir.Module) -> None:
     """``LoweringError`` naming every op of ``module`` that the runtime's program verifier
     refuses, so the compiler never writes a NEFF that another process would not load
     (the in-process runtime trusts what the compiler serialised without re-verifying)."""
-    from torchneuron.runtime import verifier_child
+    from torchneuron.passes.dataflow import UncountedLoopError, loop_iterations
     from torchneuron.runtime.verifier_allowlist import (
         ALLOWED_CUSTOM_CALL_TARGETS,
         ALLOWED_OPS,
@@ -211,8 +211,8 @@ def check_allowed_ops(module: ir.Module) -> None:
         name = operation.name
         if name == "stablehlo.while":
             try:
-                iterations = verifier_child.loop_iterations(operation, ir)
-            except verifier_child.Refused as refusal:
+                iterations = loop_iterations(operation)
+            except UncountedLoopError as refusal:
                 refused[name] = str(refusal)
                 return ir.WalkResult.ADVANCE
             if iterations > MAX_LOOP_TRIPS:

@@ -310,6 +310,19 @@ def loop_trip_count(loop: ir.Operation) -> int:
     return trips
 
 
+def loop_iterations(loop: ir.Operation) -> int:
+    """How many times ``loop``'s body runs in one run of the program: its trip count
+    times those of the loops around it (the runtime's bound, ``MAX_LOOP_TRIPS``, is on
+    this number)."""
+    total, enclosing = loop_trip_count(loop), loop.parent
+    while enclosing is not None:
+        enclosing = enclosing.operation
+        if enclosing.name == "stablehlo.while":
+            total *= loop_trip_count(enclosing)
+        enclosing = enclosing.parent
+    return total
+
+
 _CONDITION_OPS = frozenset({"stablehlo.constant", "stablehlo.compare", "stablehlo.return"})
 
 

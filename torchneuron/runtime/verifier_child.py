@@ -235,7 +235,11 @@ class ProgramChecker:
 
 def loop_iterations(operation, ir) -> int:
     """How many times the ``stablehlo.while`` ``operation``'s body runs in one run of the
-    program: its trip count times those of the loops around it."""
+    program: its trip count times those of the loops around it.
+
+    This proof has a twin in ``passes/dataflow.py`` (the compiler's refusal and the cost
+    model use it): this process imports nothing of ours, by design, so it holds its own;
+    ``tests/estimate/test_loops.py`` checks that the two agree on every form."""
     total, enclosing = loop_trip_count(operation, ir), operation.parent
     while enclosing is not None:
         enclosing = enclosing.operation
