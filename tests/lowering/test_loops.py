@@ -110,3 +110,14 @@ def test_a_loop_run_outside_a_trace_runs_its_body_in_python():
     # a rule called on tensors directly (a CPU reference, a test) needs no compiler
     x = torch.tensor([1.0, -3.0])
     assert torch.equal(counted_loop(3, lambda v: (v * 2,), (x,))[0], x * 8)
+
+
+def test_a_run_time_check_inside_a_loop_is_refused_naming_it():
+    # an index check is an output of the program; inside a loop it would be one per trip
+    x, index = torch.randn(4), torch.tensor([3, 1, 0, 2])
+
+    def program(x, index):
+        return counted_loop(2, lambda v, i: (v.index_select(0, i),), (x,), (index,))[0]
+
+    with pytest.raises(LoweringError, match="loop's body holds a run-time check"):
+        _compiled(program, x, index)

@@ -72,7 +72,7 @@ def counted_loop(
     def step_body(step, *carried):
         return (step + 1, *body(*carried[:size], *carried[size:]))
 
-    with _shape_environment(values):
+    with _shape_environment((*values, *constants)):
         _, *results = while_loop_op(condition, step_body, (counter, *values), tuple(constants))
     return tuple(results)
 
@@ -109,6 +109,7 @@ def carry_loop_inputs(gm: torch.fx.GraphModule) -> None:
         if isinstance(child, torch.fx.GraphModule):
             carry_loop_inputs(child)
     _refuse_traced_constants(gm)
+    _refuse_checks_in_loops(gm)
     changed = False
     for node in gm.graph.nodes:
         if node.target is not WHILE_LOOP:
@@ -148,6 +149,20 @@ def _refuse_traced_constants(gm: torch.fx.GraphModule) -> None:
             raise LoweringError(
                 f"a loop's body reads a tensor of the graph around it ({node.target}) that the "
                 "loop was not given; pass it in counted_loop's constants"
+            )
+
+
+def _refuse_checks_in_loops(gm: torch.fx.GraphModule) -> None:
+    """A run-time check (``lowering.checks``) becomes an output of the program; one inside
+    a loop's body would be a value of each trip, which no output holds."""
+    from .checks import is_check
+
+    for child in gm.children():
+        if isinstance(child, torch.fx.GraphModule) and any(map(is_check, child.graph.nodes)):
+            raise LoweringError(
+                "a loop's body holds a run-time check (an index bound, an assertion); "
+                "loops take ops without checks: compute what the check guards so that it "
+                "cannot fail (select with where instead of indexing)"
             )
 
 

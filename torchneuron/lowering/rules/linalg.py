@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import torch
 
+from ..loops import counted_loop
 from .registry import lowering_rule
 
 aten = torch.ops.aten
@@ -207,41 +208,48 @@ def cholesky_inverse(self, upper=False):
 
 
 def _lu(a: torch.Tensor):
-    """(LU packed like getrf, pivots 1-based int32, info) of A [..., m, n]."""
+    """(LU packed like getrf, pivots 1-based int32, info) of A [..., m, n]: one column a
+    trip of a loop (``loops.counted_loop``)."""
     m, n = a.shape[-2], a.shape[-1]
+    steps = min(m, n)
     rows = torch.arange(m, device=a.device)
     columns = torch.arange(n, device=a.device)
-    lu = a
-    pivots = []
-    info = torch.zeros(a.shape[:-2], dtype=torch.int32, device=a.device)
-    for k in range(min(m, n)):
-        # pivot: first row >= k with the largest |a[r, k]|
-        candidates = torch.where(
-            rows >= k, torch.abs(lu[..., :, k]), torch.full_like(lu[..., :, k], -1)
-        )
+    positions = torch.arange(steps, device=a.device)
+
+    def eliminate(k, lu, pivots, info, rows, columns, positions):
+        # pivot: first row >= k with the largest |a[r, k]| (k is a value of the loop)
+        column = torch.where(columns == k, lu, torch.zeros_like(lu)).sum(-1)
+        candidates = torch.where(rows >= k, torch.abs(column), torch.full_like(column, -1))
         p = torch.argmax(candidates, dim=-1)  # [...]
-        pivots.append(p.to(torch.int32) + 1)
-        order = torch.where(
-            rows == k, p.unsqueeze(-1), torch.where(rows == p.unsqueeze(-1), k, rows)
-        )
-        lu = torch.gather(lu, -2, order.unsqueeze(-1).expand(lu.shape))
-        pivot = lu[..., k, k]
-        info = torch.where((info == 0) & (pivot == 0), torch.full_like(info, k + 1), info)
-        multipliers = torch.where(
-            rows > k, lu[..., :, k] / pivot.unsqueeze(-1), torch.zeros_like(lu[..., :, k])
-        )
-        update = multipliers.unsqueeze(-1) * lu[..., k, :].unsqueeze(-2)
+        pivots = torch.where(positions == k, (p.to(torch.int32) + 1).unsqueeze(-1), pivots)
+        # swap rows k and p, each selected exactly (a gather would carry an index check)
+        at_k = (rows == k).unsqueeze(-1)
+        at_p = (rows == p.unsqueeze(-1)).unsqueeze(-1)
+        row_k = torch.where(at_k, lu, torch.zeros_like(lu)).sum(-2)
+        row = torch.where(at_p, lu, torch.zeros_like(lu)).sum(-2)  # row k once swapped
+        lu = torch.where(at_k, row.unsqueeze(-2), torch.where(at_p, row_k.unsqueeze(-2), lu))
+        column = torch.where(columns == k, lu, torch.zeros_like(lu)).sum(-1)
+        pivot = torch.where(columns == k, row, torch.zeros_like(row)).sum(-1)
+        step = (k + 1).to(torch.int32)
+        info = torch.where((info == 0) & (pivot == 0), step, info)
+        multipliers = torch.where(rows > k, column / pivot.unsqueeze(-1), torch.zeros_like(column))
+        update = multipliers.unsqueeze(-1) * row.unsqueeze(-2)
         below_right = (rows > k).unsqueeze(-1) & (columns > k).unsqueeze(-2)
         lu = torch.where(below_right, lu - update, lu)
         lu = torch.where(
             (rows > k).unsqueeze(-1) & (columns == k).unsqueeze(-2), multipliers.unsqueeze(-1), lu
         )
-    pivot_tensor = (
-        torch.stack(pivots, dim=-1)
-        if pivots
-        else torch.zeros((*a.shape[:-2], 0), dtype=torch.int32, device=a.device)
+        return k + 1, lu, pivots, info
+
+    batch = a.shape[:-2]
+    values = (
+        torch.zeros((), dtype=torch.int64, device=a.device),
+        a.clone(memory_format=torch.contiguous_format),
+        torch.zeros((*batch, steps), dtype=torch.int32, device=a.device),
+        torch.zeros(batch, dtype=torch.int32, device=a.device),
     )
-    return lu, pivot_tensor, info
+    _, lu, pivots, info = counted_loop(steps, eliminate, values, (rows, columns, positions))
+    return lu, pivots, info
 
 
 def _permutation_of(pivots: torch.Tensor, m: int) -> torch.Tensor:

@@ -1,4 +1,4 @@
-"""QR by Householder reflections for small matrices, unrolled over the columns.
+"""QR by Householder reflections for small matrices, one column a trip of a loop.
 
 Same reflectors as LAPACK's ``geqrf``/``larfg``, so the same Q and R (signs included)
 as the CPU up to rounding: ``geqrf``, ``linalg_householder_product``, ``ormqr`` and
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 
+from ..loops import counted_loop
 from .linalg import conjugate_transpose, is_small
 from .registry import lowering_rule
 
@@ -23,14 +24,16 @@ aten = torch.ops.aten
 
 def _geqrf(a: torch.Tensor):
     m, n = a.shape[-2], a.shape[-1]
+    steps = min(m, n)
     rows = torch.arange(m, device=a.device)
     columns = torch.arange(n, device=a.device)
-    packed = a
-    taus = []
-    for k in range(min(m, n)):
-        column = packed[..., :, k]
+    positions = torch.arange(steps, device=a.device)
+
+    def reflect(k, packed, taus, rows, columns, positions):
+        # column k and its diagonal entry, selected (k is a value of the loop)
+        column = torch.where(columns == k, packed, torch.zeros_like(packed)).sum(-1)
         below = rows > k
-        alpha = column[..., k]
+        alpha = torch.where(rows == k, column, torch.zeros_like(column)).sum(-1)
         tail_norm = torch.sqrt(
             torch.where(below, column * column, torch.zeros_like(column)).sum(-1)
         )
@@ -60,8 +63,13 @@ def _geqrf(a: torch.Tensor):
             torch.where(below, v, column),
         )
         packed = torch.where((columns == k).unsqueeze(-2), new_column.unsqueeze(-1), packed)
-        taus.append(tau)
-    tau = torch.stack(taus, dim=-1) if taus else torch.zeros((*a.shape[:-2], 0), dtype=a.dtype)
+        taus = torch.where(positions == k, tau.unsqueeze(-1), taus)
+        return k + 1, packed, taus
+
+    first = torch.zeros((), dtype=torch.int64, device=a.device)
+    taus = torch.zeros((*a.shape[:-2], steps), dtype=a.dtype, device=a.device)
+    values = (first, a.clone(memory_format=torch.contiguous_format), taus)
+    _, packed, tau = counted_loop(steps, reflect, values, (rows, columns, positions))
     return packed, tau
 
 
@@ -69,19 +77,27 @@ def _apply_reflectors(
     packed: torch.Tensor, tau: torch.Tensor, target: torch.Tensor
 ) -> torch.Tensor:
     """H_0 H_1 ... H_{k-1} target, the reflectors stored below the diagonal of ``packed``."""
-    m = packed.shape[-2]
+    m, n = packed.shape[-2], packed.shape[-1]
     rows = torch.arange(m, device=packed.device)
-    result = target
-    for k in reversed(range(tau.shape[-1])):
-        column = packed[..., :, k]
+    columns = torch.arange(n, device=packed.device)
+    positions = torch.arange(tau.shape[-1], device=packed.device)
+
+    def apply(k, result, packed, tau, rows, columns, positions):
+        column = torch.where(columns == k, packed, torch.zeros_like(packed)).sum(-1)
         v = torch.where(
             rows == k,
             torch.ones_like(column),
             torch.where(rows > k, column, torch.zeros_like(column)),
         )
+        tau_k = torch.where(positions == k, tau, torch.zeros_like(tau)).sum(-1)
         projection = (v.unsqueeze(-1) * result).sum(-2)
-        result = result - (tau[..., k].unsqueeze(-1) * v).unsqueeze(-1) * projection.unsqueeze(-2)
-    return result
+        result = result - (tau_k.unsqueeze(-1) * v).unsqueeze(-1) * projection.unsqueeze(-2)
+        return k - 1, result
+
+    last = torch.full((), tau.shape[-1] - 1, dtype=torch.int64, device=packed.device)
+    values = (last, target.clone(memory_format=torch.contiguous_format))
+    constants = (packed, tau, rows, columns, positions)
+    return counted_loop(tau.shape[-1], apply, values, constants)[1]
 
 
 def _identity(like: torch.Tensor, rows: int, columns: int) -> torch.Tensor:
