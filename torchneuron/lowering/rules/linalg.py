@@ -129,18 +129,28 @@ def cholesky(self, upper=False):
 
 
 def _solve_lower_left(lower: torch.Tensor, b: torch.Tensor, unit: bool) -> torch.Tensor:
-    """X with L X = B (L lower triangular), row by row (forward substitution)."""
+    """X with L X = B (L lower triangular), row by row (forward substitution): row i a trip
+    of a loop, which selects L's row i and B's row i exactly (``where`` on the index)."""
     n = lower.shape[-1]
     if n == 0 or b.shape[-1] == 0:
         return b.clone()
-    rows: list[torch.Tensor] = []
-    for i in range(n):
-        r = b[..., i, :]
-        if rows:
-            solved = torch.stack(rows, dim=-2)  # [..., i, k]
-            r = r - torch.matmul(lower[..., i : i + 1, :i], solved).squeeze(-2)
-        rows.append(r if unit else r / lower[..., i, i].unsqueeze(-1))
-    return torch.stack(rows, dim=-2)
+    index = torch.arange(n, device=b.device)
+
+    def substitute(i, x, lower, b, index):
+        at_i = (index == i).unsqueeze(-1)
+        b_i = torch.where(at_i, b, torch.zeros_like(b)).sum(-2)  # [..., k]
+        l_i = torch.where(at_i, lower, torch.zeros_like(lower)).sum(-2)  # [..., n]
+        # rows i.. of x are still zero, and L's row i is read left of the diagonal only
+        strict = torch.where(index < i, l_i, torch.zeros_like(l_i))
+        r = b_i - torch.matmul(strict.unsqueeze(-2), x).squeeze(-2)
+        if not unit:
+            r = r / torch.where(index == i, l_i, torch.zeros_like(l_i)).sum(-1).unsqueeze(-1)
+        return i + 1, torch.where(at_i, r.unsqueeze(-2), x)
+
+    batch = torch.broadcast_shapes(lower.shape[:-2], b.shape[:-2])
+    start = torch.zeros((*batch, *b.shape[-2:]), dtype=torch.result_type(lower, b), device=b.device)
+    first = torch.zeros((), dtype=torch.int64, device=b.device)
+    return counted_loop(n, substitute, (first, start), (lower, b, index))[1]
 
 
 def _solve_triangular(a, b, upper: bool, left: bool, unit: bool):
