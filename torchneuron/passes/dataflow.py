@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from torch_mlir import ir
 
+from torchneuron import loop_bound
 from torchneuron.errors import TorchNeuronError
 from torchneuron.target import engines
 from torchneuron.target.engines import op_kind
@@ -263,101 +264,18 @@ class UncountedLoopError(TorchNeuronError, ValueError):
 
 def loop_trip_count(loop: ir.Operation) -> int:
     """How many times the ``stablehlo.while`` ``loop`` runs its body; ``UncountedLoopError``
-    unless its form proves it: a counter carried from a constant start, compared ``LT``
-    (signed) with a constant in the condition (nothing else there), and handed on as
-    itself plus a positive constant, without overflow.
-
-    The same proof as the runtime's program verifier (``runtime/verifier_child.py``
-    ``loop_trip_count``, which runs in a process of its own and imports nothing of ours);
-    ``tests/estimate/test_loops.py`` checks that the two agree on every form.
-    """
-    condition, body = (region.blocks[0] for region in loop.regions)
-    why = "its trip count is not proved: "
-    returned = list(condition.operations)[-1].operation
-    compare = _defining(returned.operands[0], condition) if len(returned.operands) == 1 else None
-    if compare is None or compare.name != "stablehlo.compare":
-        raise UncountedLoopError(why + "its condition is not a comparison of its own")
-    if any(op.operation.name not in _CONDITION_OPS for op in condition.operations):
-        raise UncountedLoopError(why + "its condition computes more than a comparison")
-    direction = str(compare.attributes["comparison_direction"])
-    kind = str(compare.attributes["compare_type"]) if "compare_type" in compare.attributes else ""
-    if "LT" not in direction.split() and not direction.endswith("LT>"):
-        raise UncountedLoopError(why + f"its condition compares {direction}, not LT")
-    if kind and "SIGNED" not in kind.replace("UNSIGNED", ""):
-        raise UncountedLoopError(why + f"its condition compares as {kind}, not SIGNED")
-    counter = _argument_number(compare.operands[0], condition)
-    bound = _constant_integer(compare.operands[1])
-    if counter is None or bound is None:
-        raise UncountedLoopError(
-            why + "its condition does not compare a carried value with a constant"
-        )
-    counter_type = ir.RankedTensorType(loop.operands[counter].type)
-    element = counter_type.element_type
-    if counter_type.rank != 0 or not isinstance(element, ir.IntegerType) or not element.is_signless:
-        raise UncountedLoopError(
-            why + f"its counter is {counter_type}, not a signless integer scalar"
-        )
-    start = _constant_integer(loop.operands[counter])
-    body_return = list(body.operations)[-1].operation
-    step = _increment(body_return.operands[counter], body, counter)
-    if start is None or step is None or step <= 0:
-        raise UncountedLoopError(
-            why + "its counter does not start at a constant and grow by a positive one"
-        )
-    trips = 0 if start >= bound else -(-(bound - start) // step)
-    if start + trips * step > (1 << (element.width - 1)) - 1:
-        raise UncountedLoopError(why + "its counter overflows before it reaches its bound")
-    return trips
+    unless its form proves it (``torchneuron/loop_bound.py``: the runtime's verifier runs
+    the same proof)."""
+    try:
+        return loop_bound.loop_trip_count(loop, ir)
+    except loop_bound.UncountedLoop as error:
+        raise UncountedLoopError(str(error)) from None
 
 
 def loop_iterations(loop: ir.Operation) -> int:
-    """How many times ``loop``'s body runs in one run of the program: its trip count
-    times those of the loops around it (the runtime's bound, ``MAX_LOOP_TRIPS``, is on
-    this number)."""
-    total, enclosing = loop_trip_count(loop), loop.parent
-    while enclosing is not None:
-        enclosing = enclosing.operation
-        if enclosing.name == "stablehlo.while":
-            total *= loop_trip_count(enclosing)
-        enclosing = enclosing.parent
-    return total
-
-
-_CONDITION_OPS = frozenset({"stablehlo.constant", "stablehlo.compare", "stablehlo.return"})
-
-
-def _defining(value: ir.Value, block: ir.Block) -> ir.Operation | None:
-    """The op in ``block`` that computes ``value``, or None."""
-    owner = value.owner
-    if isinstance(owner, ir.Block) or owner.operation.block != block:
-        return None
-    return owner.operation
-
-
-def _argument_number(value: ir.Value, block: ir.Block) -> int | None:
-    owner = value.owner
-    if not isinstance(owner, ir.Block) or owner != block:
-        return None
-    return ir.BlockArgument(value).arg_number
-
-
-def _constant_integer(value: ir.Value) -> int | None:
-    owner = value.owner
-    if isinstance(owner, ir.Block) or owner.operation.name != "stablehlo.constant":
-        return None
-    attribute = ir.DenseIntElementsAttr(owner.operation.attributes["value"])
-    if not attribute.is_splat or ir.RankedTensorType(attribute.type).rank != 0:
-        return None
-    return ir.IntegerAttr(attribute.get_splat_value()).value
-
-
-def _increment(value: ir.Value, body: ir.Block, counter: int) -> int | None:
-    """c where ``value`` is ``add(counter argument, constant c)`` in ``body``, or None."""
-    add = _defining(value, body)
-    if add is None or add.name != "stablehlo.add":
-        return None
-    first, second = add.operands
-    for argument, constant in ((first, second), (second, first)):
-        if _argument_number(argument, body) == counter:
-            return _constant_integer(constant)
-    return None
+    """How many times ``loop``'s body runs in one run of the program: its trip count times
+    those of the loops around it (the runtime's bound, ``MAX_LOOP_TRIPS``, is on this)."""
+    try:
+        return loop_bound.loop_iterations(loop, ir)
+    except loop_bound.UncountedLoop as error:
+        raise UncountedLoopError(str(error)) from None

@@ -55,6 +55,7 @@ _RUNTIME_SOURCES = (
     "verifier.py",
     "verifier_child.py",
     "verifier_allowlist.py",
+    "../loop_bound.py",
 )
 
 

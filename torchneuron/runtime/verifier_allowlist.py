@@ -34,7 +34,7 @@ ALLOWED_OPS: dict[str, str] = {
     "func.return": "seen",
     "stablehlo.return": "seen (terminator of reduce, sort, scatter, while bodies)",
     # Counted loops (lowering/loops.py): the verifier admits one only with a proved trip
-    # count (verifier_child.loop_trip_count), at most MAX_LOOP_TRIPS with its enclosing
+    # count (torchneuron/loop_bound.py), at most MAX_LOOP_TRIPS with its enclosing
     # loops; a loop whose bound a changed byte could raise would otherwise run for hours.
     "stablehlo.while": "lowering/loops.py (counted loops)",
     # Elementwise arithmetic, logic and conversions.

@@ -1,9 +1,10 @@
 """The program verifier's child process: parse, check and re-serialize untrusted programs.
 
 Run by ``runtime/verifier.py`` as a script, by path (``python -P verifier_child.py``),
-never imported: it uses only the standard library and torch-mlir's MLIR bindings
-(``ir`` and ``_stablehlo``), so it starts in about a third of a second and a crash in
-the MLIR bytecode reader kills this process, not the user's.
+never imported: it uses only the standard library, torch-mlir's MLIR bindings (``ir``
+and ``_stablehlo``) and ``torchneuron/loop_bound.py`` (loaded by its path; it imports
+nothing), so it starts in about a third of a second and a crash in the MLIR bytecode
+reader kills this process, not the user's.
 
 Protocol over stdin/stdout, every frame an 8-byte big-endian length and its bytes:
 
@@ -25,13 +26,28 @@ one it could not verify.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import resource
 import struct
 import sys
+from pathlib import Path
 
 _LENGTH = struct.Struct(">Q")
+
+
+def _loop_bound():
+    """``torchneuron/loop_bound.py``, loaded by its path: the proof of a loop's trip count
+    the compiler and the cost model use too (it imports nothing)."""
+    path = Path(__file__).resolve().parent.parent / "loop_bound.py"
+    spec = importlib.util.spec_from_file_location("torchneuron_loop_bound", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+LOOP_BOUND = _loop_bound()
 MLIR_BYTECODE_MAGIC = b"ML\xefR"
 FUNC_ATTRIBUTES = frozenset(
     {"sym_name", "function_type", "sym_visibility", "arg_attrs", "res_attrs"}
@@ -150,7 +166,10 @@ class ProgramChecker:
     def check_loop(self, operation) -> None:
         """A ``stablehlo.while`` runs only if its trip count is proved, and the iterations
         of its body, times those of the loops around it, are at most ``max_loop_trips``."""
-        total = loop_iterations(operation, self.ir)
+        try:
+            total = LOOP_BOUND.loop_iterations(operation, self.ir)
+        except LOOP_BOUND.UncountedLoop as refusal:
+            raise Refused(str(refusal)) from None
         if total > self.max_loop_trips:
             raise Refused(
                 f"a stablehlo.while runs its body {total} times (with the loops around it), "
@@ -231,102 +250,6 @@ class ProgramChecker:
             "arguments": described(function_type.inputs),
             "results": described(function_type.results),
         }
-
-
-def loop_iterations(operation, ir) -> int:
-    """How many times the ``stablehlo.while`` ``operation``'s body runs in one run of the
-    program: its trip count times those of the loops around it.
-
-    This proof has a twin in ``passes/dataflow.py`` (the compiler's refusal and the cost
-    model use it): this process imports nothing of ours, by design, so it holds its own;
-    ``tests/estimate/test_loops.py`` checks that the two agree on every form."""
-    total, enclosing = loop_trip_count(operation, ir), operation.parent
-    while enclosing is not None:
-        enclosing = enclosing.operation
-        if enclosing.name == "stablehlo.while":
-            total *= loop_trip_count(enclosing, ir)
-        enclosing = enclosing.parent
-    return total
-
-
-def loop_trip_count(operation, ir) -> int:
-    """How many times the ``stablehlo.while`` ``operation`` runs its body; ``Refused``
-    unless that is proved by its form, the one our compiler writes: a counter carried
-    from a constant start, compared ``LT`` with a constant in the condition (nothing else
-    there), and handed on as itself plus a positive constant, without overflow."""
-    condition, body = (region.blocks[0] for region in operation.regions)
-    refusal = "a stablehlo.while whose trip count the runtime cannot prove: "
-    returned = list(condition.operations)[-1].operation
-    compare = _defining(returned.operands[0], condition) if len(returned.operands) == 1 else None
-    if compare is None or compare.name != "stablehlo.compare":
-        raise Refused(refusal + "its condition is not a comparison of its own")
-    if any(op.operation.name not in _CONDITION_OPS for op in condition.operations):
-        raise Refused(refusal + "its condition computes more than a comparison")
-    direction = str(compare.attributes["comparison_direction"])
-    kind = str(compare.attributes["compare_type"]) if "compare_type" in compare.attributes else ""
-    if "LT" not in direction.split() and not direction.endswith("LT>"):
-        raise Refused(refusal + f"its condition compares {direction}, not LT")
-    if kind and "SIGNED" not in kind.replace("UNSIGNED", ""):
-        raise Refused(refusal + f"its condition compares as {kind}, not SIGNED")
-    counter = _argument_number(compare.operands[0], condition)
-    bound = _constant_integer(compare.operands[1], ir)
-    if counter is None or bound is None:
-        raise Refused(refusal + "its condition does not compare a carried value with a constant")
-    counter_type = ir.RankedTensorType(operation.operands[counter].type)
-    element = counter_type.element_type
-    if counter_type.rank != 0 or not isinstance(element, ir.IntegerType) or not element.is_signless:
-        raise Refused(refusal + f"its counter is {counter_type}, not a signless integer scalar")
-    start = _constant_integer(operation.operands[counter], ir)
-    body_return = list(body.operations)[-1].operation
-    step = _increment(body_return.operands[counter], body, counter, ir)
-    if start is None or step is None or step <= 0:
-        raise Refused(
-            refusal + "its counter does not start at a constant and grow by a positive one"
-        )
-    trips = 0 if start >= bound else -(-(bound - start) // step)
-    if start + trips * step > (1 << (element.width - 1)) - 1:
-        raise Refused(refusal + "its counter overflows before it reaches its bound")
-    return trips
-
-
-_CONDITION_OPS = frozenset({"stablehlo.constant", "stablehlo.compare", "stablehlo.return"})
-
-
-def _defining(value, block):
-    """The op in ``block`` that computes ``value``, or None."""
-    owner = value.owner
-    if not hasattr(owner, "operation") or owner.operation.block != block:
-        return None
-    return owner.operation
-
-
-def _argument_number(value, block) -> int | None:
-    owner = value.owner
-    if hasattr(owner, "operation") or owner != block:
-        return None
-    return value.arg_number
-
-
-def _constant_integer(value, ir) -> int | None:
-    owner = value.owner
-    if not hasattr(owner, "operation") or owner.operation.name != "stablehlo.constant":
-        return None
-    attribute = ir.DenseIntElementsAttr(owner.operation.attributes["value"])
-    if not attribute.is_splat or ir.RankedTensorType(attribute.type).rank != 0:
-        return None
-    return ir.IntegerAttr(attribute.get_splat_value()).value
-
-
-def _increment(value, body, counter: int, ir) -> int | None:
-    """c where ``value`` is ``add(counter argument, constant c)`` in ``body``, or None."""
-    add = _defining(value, body)
-    if add is None or add.name != "stablehlo.add":
-        return None
-    first, second = add.operands
-    for argument, constant in ((first, second), (second, first)):
-        if _argument_number(argument, body) == counter:
-            return _constant_integer(constant, ir)
-    return None
 
 
 def verify(program: bytes, config: dict, ir, stablehlo) -> tuple[dict, bytes]:
