@@ -121,3 +121,22 @@ def test_a_run_time_check_inside_a_loop_is_refused_naming_it():
 
     with pytest.raises(LoweringError, match="loop's body holds a run-time check"):
         _compiled(program, x, index)
+
+
+def test_loops_nest_and_their_trips_multiply():
+    x = torch.randn(3, 3)
+
+    def inner(v):
+        return (v * 0.5 + 1.0,)
+
+    def outer(v):
+        return (counted_loop(3, inner, (torch.tanh(v),))[0],)
+
+    (got,), program = _compiled(lambda x: counted_loop(2, outer, (x,))[0], x)
+    want = x
+    for _ in range(2):
+        want = torch.tanh(want)
+        for _ in range(3):
+            want = want * 0.5 + 1.0
+    torch.testing.assert_close(got, want)
+    assert program.count("stablehlo.while") == 2
