@@ -23,6 +23,7 @@ import torch
 
 from torchneuron.errors import TorchNeuronError
 
+from ..loops import counted_loop
 from .comparisons import in_dtype
 from .registry import lowering_rule
 
@@ -236,12 +237,17 @@ def exact_integer_power(self, exponent):
     )
     signed = torch.iinfo(dtype).min < 0
     one = torch.ones_like(base)
-    result, square = one, base
     value_bits = torch.iinfo(dtype).bits - signed  # a negative b is handled apart
-    for bit in range(value_bits):
-        result = torch.where(torch.bitwise_and(exponent, 1 << bit) != 0, result * square, result)
-        if bit + 1 < value_bits:
-            square = square * square
+
+    def multiply_in(bit, result, square, exponent):
+        # one bit a trip of a loop; the mask wraps after the last bit, unread
+        result = torch.where(torch.bitwise_and(exponent, bit) != 0, result * square, result)
+        return bit * 2, result, square * square
+
+    first = torch.ones((), dtype=dtype, device=device)
+    contiguous = torch.contiguous_format
+    values = (first, one.clone(memory_format=contiguous), base.clone(memory_format=contiguous))
+    _, result, _ = counted_loop(value_bits, multiply_in, values, (exponent,))
     if not signed:
         return result
     odd = torch.bitwise_and(exponent, 1) != 0
