@@ -1,16 +1,17 @@
 """Counted loops: a rule's repeated block compiled once, as a ``stablehlo.while``.
 
 A lowering rule that repeats the same block of ops (a Jacobi sweep, a series' term)
-writes it with ``counted_loop(count, body, values)`` instead of unrolling it in Python.
+writes it with ``counted_loop(count, body, values, constants)`` instead of unrolling it
+in Python.
 ``make_fx`` traces that as one ``higher_order.while_loop`` node whose condition and
 body are child graphs; the program then holds the block once, and XLA compiles it
 once, however many times it runs.
 
 The route (three steps, each where the pipeline already is):
 
-1. FX (``carry_loop_inputs``): a ``while_loop`` node's *additional inputs* (tensors
-   the body reads from outside: the closures ``make_fx`` lifts) become carried values
-   that the body hands back unchanged. torch-mlir's importer turns the node into a
+1. FX (``carry_loop_inputs``): a ``while_loop`` node's *additional inputs* (the
+   tensors the body reads from outside: ``counted_loop``'s constants) become carried
+   values that the body hands back unchanged. torch-mlir's importer turns the node into a
    ``torch.prim.Loop`` but passes additional inputs as carried values its body block
    has no arguments for (an invalid loop); with every input carried, it is valid.
 2. Import (``lowering.import_graph``): a graph with a loop is imported with its child
@@ -25,8 +26,8 @@ The route (three steps, each where the pipeline already is):
 Only what a counted loop needs is accepted: carried tensors (no Python numbers), a
 condition computed from the values the body hands on, and a body that does not read
 torch-mlir's trip index. The runtime's verifier admits a ``stablehlo.while`` only when
-it proves the loop's trip count (``runtime/verifier.py``), so a condition other than
-"counter < constant" compiles but is refused when loaded.
+it proves the loop's trip count (``torchneuron/loop_bound.py``), and the compiler refuses
+what the verifier would (``compiler/program.check_allowed_ops``).
 """
 
 from __future__ import annotations
@@ -121,9 +122,8 @@ def carry_loop_inputs(gm: torch.fx.GraphModule) -> None:
             i: e for i, e in enumerate(extra, len(carried)) if not isinstance(e, torch.fx.Node)
         }
         if any(
-            not isinstance(e.meta.get("val"), torch.Tensor)
+            isinstance(e, torch.fx.Node) and not isinstance(e.meta.get("val"), torch.Tensor)
             for e in extra
-            if e not in numbers.values() and isinstance(e, torch.fx.Node)
         ):
             raise LoweringError("a loop reads a symbolic size; loops take static shapes only")
         for child in (getattr(gm, cond.target), getattr(gm, body.target)):
